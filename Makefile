@@ -1,0 +1,34 @@
+# mcpfleet. `make run` serves the all-in-one on 127.0.0.1:8080; `make test`
+# installs what the tests need (scripts/deps.sh) and runs every test.
+SHELL := /bin/bash
+GOBIN := $(shell go env GOPATH)/bin
+export PATH := $(GOBIN):$(PATH)
+
+.PHONY: run test deps vet gotest conformance build fmt lint
+
+run:
+	go run ./cmd/mcpfleet serve --listen 127.0.0.1:8080
+
+build:
+	mkdir -p bin
+	go build -o bin/ ./cmd/...
+
+deps:
+	./scripts/deps.sh
+
+vet:
+	@test -z "$$(gofmt -l . | grep -v '^.cache/' | tee /dev/stderr)" || (echo "gofmt: the files above need formatting" && exit 1)
+	go vet ./...
+
+gotest:
+	go test -race -count=1 -timeout 20m ./...
+
+conformance:
+	./scripts/conformance.sh 2025-11-25
+
+test: deps vet gotest conformance
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+lint: vet

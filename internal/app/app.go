@@ -1,0 +1,204 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/fixture"
+	"github.com/mcpfleet/mcpfleet/pkg/bus"
+	"github.com/mcpfleet/mcpfleet/pkg/frontend"
+	"github.com/mcpfleet/mcpfleet/pkg/mcp"
+	"github.com/mcpfleet/mcpfleet/pkg/protocol"
+	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
+	"github.com/mcpfleet/mcpfleet/pkg/worker"
+	"github.com/nats-io/nats.go"
+)
+
+// Version is mcpfleet's version string.
+const Version = "0.1.0"
+
+// NewExampleServer builds the example worker's server: the demo tools and,
+// with fixture "conformance", the conformance suite's fixture.
+func NewExampleServer(fixtureName string, log *slog.Logger) (*mcp.Server, error) {
+	var s *mcp.Server
+	if fixtureName == "conformance" {
+		opts := fixture.ConformanceOptions()
+		opts.Logger = log
+		s = mcp.NewServer(fixture.ConformanceInfo, opts)
+		if err := fixture.RegisterConformance(s); err != nil {
+			return nil, err
+		}
+	} else {
+		s = mcp.NewServer(protocol.Implementation{Name: "mcpfleet", Version: Version}, &mcp.ServerOptions{ResourceSubscriptions: true, Logger: log})
+	}
+	if err := fixture.RegisterDemo(s, nil); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Ready is called with the HTTP address once a process serves (nil-safe).
+type Ready func(addr string)
+
+// RunAllInOne runs the embedded NATS server (unless c.NATSURL is set), the
+// store, one worker and one frontend in this process until ctx ends, then
+// drains.
+func RunAllInOne(ctx context.Context, c *Config, ready Ready) error {
+	log := c.Logger()
+	var nc *nats.Conn
+	var embedded *bus.Embedded
+	if c.NATSURL == "" {
+		e, err := bus.StartEmbedded(&bus.EmbeddedOptions{Listen: c.NATSListen, Logger: log})
+		if err != nil {
+			return err
+		}
+		embedded = e
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = e.Shutdown(sctx)
+		}()
+		if nc, err = e.Connect("mcpfleet"); err != nil {
+			return err
+		}
+		if u := e.ClientURL(); u != "" {
+			log.Info("embedded NATS listening", "url", u)
+		}
+	} else {
+		var err error
+		if nc, err = bus.Connect(c.NATSURL, &bus.ConnectOptions{Name: "mcpfleet", Logger: log}); err != nil {
+			return err
+		}
+	}
+	defer nc.Close()
+	_ = embedded
+
+	srv, err := NewExampleServer(c.Fixture, log)
+	if err != nil {
+		return err
+	}
+	w, err := worker.New(nc, srv, &worker.Options{ID: c.ID, Logger: log})
+	if err != nil {
+		return err
+	}
+	if err := w.Start(ctx); err != nil {
+		return err
+	}
+	store, err := openStore(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer store.Close(context.Background())
+	err = serveFrontend(ctx, c, nc, store, log, ready)
+	dctx, cancel := context.WithTimeout(context.Background(), c.DrainTimeout)
+	defer cancel()
+	_ = w.Shutdown(dctx)
+	return err
+}
+
+// RunFrontend runs a frontend process until ctx ends, then drains.
+func RunFrontend(ctx context.Context, c *Config, ready Ready) error {
+	log := c.Logger()
+	nc, err := bus.Connect(c.NATSURL, &bus.ConnectOptions{Name: "mcpfleet-frontend", Logger: log})
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	store, err := openStore(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer store.Close(context.Background())
+	return serveFrontend(ctx, c, nc, store, log, ready)
+}
+
+// RunWorker runs a worker process until ctx ends, then drains.
+func RunWorker(ctx context.Context, c *Config) error {
+	log := c.Logger()
+	nc, err := bus.Connect(c.NATSURL, &bus.ConnectOptions{Name: "mcpfleet-worker", Logger: log})
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	srv, err := NewExampleServer(c.Fixture, log)
+	if err != nil {
+		return err
+	}
+	w, err := worker.New(nc, srv, &worker.Options{ID: c.ID, Logger: log})
+	if err != nil {
+		return err
+	}
+	if err := w.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	log.Info("draining worker")
+	dctx, cancel := context.WithTimeout(context.Background(), c.DrainTimeout)
+	defer cancel()
+	err = w.Shutdown(dctx)
+	_ = nc.Drain()
+	return err
+}
+
+func openStore(ctx context.Context, c *Config) (sessionstore.Store, error) {
+	opts := sessionstore.Options{TTL: c.SessionTTL}
+	if c.RedisURL == "" {
+		return sessionstore.NewMemory(&opts)
+	}
+	octx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return sessionstore.OpenRedis(octx, c.RedisURL, &sessionstore.RedisOptions{Options: opts})
+}
+
+func serveFrontend(ctx context.Context, c *Config, nc *nats.Conn, store sessionstore.Store, log *slog.Logger, ready Ready) error {
+	fe, err := frontend.New(nc, frontend.Options{
+		ID: c.ID, Store: store, Logger: log,
+		MaxBodyBytes: c.MaxBodyBytes, RequestTimeout: c.RequestTimeout,
+		KeepAlive: keepAlive(c.KeepAlive), AllowedHosts: c.AllowedHosts, AllowedOrigins: c.AllowedOrigins,
+	})
+	if err != nil {
+		return err
+	}
+	if err := fe.Start(ctx); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", c.Listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", c.Listen, err)
+	}
+	hs := &http.Server{Handler: fe.Router(c.Path), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	log.Info("mcpfleet serving", "url", "http://"+ln.Addr().String()+c.Path)
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("draining frontend")
+	dctx, cancel := context.WithTimeout(context.Background(), c.DrainTimeout)
+	defer cancel()
+	ferr := fe.Shutdown(dctx)
+	herr := hs.Shutdown(dctx)
+	if errors.Is(herr, http.ErrServerClosed) {
+		herr = nil
+	}
+	return errors.Join(ferr, herr)
+}
+
+// keepAlive maps the flag (0 disables) onto frontend.Options (negative
+// disables, 0 means default).
+func keepAlive(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}

@@ -1,0 +1,211 @@
+// Package app assembles mcpfleet's processes (all-in-one, frontend,
+// worker) from configuration: flags with MCPFLEET_* environment twins.
+package app
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is the configuration shared by the binaries. Each binary uses the
+// fields that apply to it.
+type Config struct {
+	Listen         string        // HTTP listen address
+	Path           string        // MCP endpoint path
+	NATSURL        string        // "" = embedded NATS (all-in-one only)
+	NATSListen     string        // all-in-one: also expose the embedded NATS on this address
+	RedisURL       string        // "" = in-memory store (all-in-one only)
+	Fixture        string        // "" or "conformance"
+	SessionTTL     time.Duration // idle TTL of legacy sessions
+	RequestTimeout time.Duration
+	KeepAlive      time.Duration
+	AllowedHosts   []string
+	AllowedOrigins []string
+	MaxBodyBytes   int64
+	ID             string // frontend or worker id on the bus
+	LogLevel       string
+	LogFormat      string // text or json
+	DrainTimeout   time.Duration
+}
+
+// flagSet binds c's fields to flags whose defaults come from MCPFLEET_*
+// environment variables (the environment wins over built-in defaults;
+// flags win over the environment).
+type flagSet struct {
+	fs   *flag.FlagSet
+	errs []error
+}
+
+func envName(flagName string) string {
+	return "MCPFLEET_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+func (f *flagSet) str(p *string, name, def, usage string) {
+	if v, ok := os.LookupEnv(envName(name)); ok {
+		def = v
+	}
+	f.fs.StringVar(p, name, def, usage+" (env "+envName(name)+")")
+}
+
+func (f *flagSet) dur(p *time.Duration, name string, def time.Duration, usage string) {
+	if v, ok := os.LookupEnv(envName(name)); ok {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			f.errs = append(f.errs, fmt.Errorf("%s=%q: %v", envName(name), v, err))
+		} else {
+			def = d
+		}
+	}
+	f.fs.DurationVar(p, name, def, usage+" (env "+envName(name)+")")
+}
+
+func (f *flagSet) i64(p *int64, name string, def int64, usage string) {
+	if v, ok := os.LookupEnv(envName(name)); ok {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			f.errs = append(f.errs, fmt.Errorf("%s=%q: %v", envName(name), v, err))
+		} else {
+			def = n
+		}
+	}
+	f.fs.Int64Var(p, name, def, usage+" (env "+envName(name)+")")
+}
+
+func (f *flagSet) list(p *[]string, name, usage string) {
+	def := ""
+	if v, ok := os.LookupEnv(envName(name)); ok {
+		def = v
+	}
+	*p = splitList(def)
+	f.fs.Func(name, usage+"; comma-separated (env "+envName(name)+")", func(s string) error {
+		*p = splitList(s)
+		return nil
+	})
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Role selects which flags apply.
+type Role int
+
+// The roles.
+const (
+	RoleAllInOne Role = iota
+	RoleFrontend
+	RoleWorker
+)
+
+// Parse parses args for role into a validated Config.
+func Parse(role Role, name string, args []string) (*Config, error) {
+	c := &Config{}
+	f := &flagSet{fs: flag.NewFlagSet(name, flag.ContinueOnError)}
+	if role != RoleWorker {
+		f.str(&c.Listen, "listen", "127.0.0.1:8080", "HTTP listen address")
+		f.str(&c.Path, "path", "/mcp", "path of the MCP endpoint")
+		f.dur(&c.SessionTTL, "session-ttl", 30*time.Minute, "idle lifetime of a legacy session")
+		f.dur(&c.RequestTimeout, "request-timeout", 10*time.Minute, "longest time a request may take")
+		f.dur(&c.KeepAlive, "keepalive", 30*time.Second, "interval of SSE keepalive comments on GET streams (0 disables)")
+		f.list(&c.AllowedHosts, "allowed-hosts", "Host header values accepted (default: loopback names; * for any)")
+		f.list(&c.AllowedOrigins, "allowed-origins", "Origin header values accepted (default: loopback origins; * for any)")
+		f.i64(&c.MaxBodyBytes, "max-body-bytes", 4<<20, "largest accepted request body")
+	}
+	if role != RoleFrontend {
+		f.str(&c.Fixture, "fixture", "", `extra handlers to serve: "" or "conformance"`)
+	}
+	switch role {
+	case RoleAllInOne:
+		f.str(&c.NATSURL, "nats-url", "", "NATS URL; empty runs an embedded NATS server")
+		f.str(&c.NATSListen, "nats-listen", "", "expose the embedded NATS server on this address (e.g. 127.0.0.1:4222)")
+		f.str(&c.RedisURL, "redis-url", "", "Redis URL for sessions; empty uses the in-memory store")
+	case RoleFrontend:
+		f.str(&c.NATSURL, "nats-url", "nats://127.0.0.1:4222", "NATS URL")
+		f.str(&c.RedisURL, "redis-url", "redis://127.0.0.1:6379/0", "Redis URL for sessions")
+	case RoleWorker:
+		f.str(&c.NATSURL, "nats-url", "nats://127.0.0.1:4222", "NATS URL")
+	}
+	f.str(&c.ID, "id", "", "this process's id on the bus (default: random)")
+	f.str(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
+	f.str(&c.LogFormat, "log-format", "text", "text or json")
+	f.dur(&c.DrainTimeout, "drain-timeout", 30*time.Second, "how long SIGTERM waits for in-flight requests")
+	if err := f.fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if len(f.errs) > 0 {
+		return nil, errors.Join(f.errs...)
+	}
+	if f.fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %v", f.fs.Args())
+	}
+	return c, c.validate(role)
+}
+
+func (c *Config) validate(role Role) error {
+	var errs []error
+	if role != RoleWorker {
+		if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+			errs = append(errs, fmt.Errorf("--listen %q: %v", c.Listen, err))
+		}
+		if !strings.HasPrefix(c.Path, "/") {
+			errs = append(errs, fmt.Errorf("--path %q must start with /", c.Path))
+		}
+		if c.SessionTTL <= 0 {
+			errs = append(errs, errors.New("--session-ttl must be positive"))
+		}
+		if c.RequestTimeout <= 0 {
+			errs = append(errs, errors.New("--request-timeout must be positive"))
+		}
+		if c.KeepAlive < 0 {
+			errs = append(errs, errors.New("--keepalive must not be negative"))
+		}
+		if c.MaxBodyBytes <= 0 {
+			errs = append(errs, errors.New("--max-body-bytes must be positive"))
+		}
+	}
+	switch c.Fixture {
+	case "", "conformance":
+	default:
+		errs = append(errs, fmt.Errorf("--fixture %q: want \"\" or \"conformance\"", c.Fixture))
+	}
+	if role != RoleAllInOne && c.NATSURL == "" {
+		errs = append(errs, errors.New("--nats-url is required"))
+	}
+	if role == RoleFrontend && c.RedisURL == "" {
+		errs = append(errs, errors.New("--redis-url is required"))
+	}
+	switch c.LogFormat {
+	case "text", "json":
+	default:
+		errs = append(errs, fmt.Errorf("--log-format %q: want text or json", c.LogFormat))
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		errs = append(errs, fmt.Errorf("--log-level %q: %v", c.LogLevel, err))
+	}
+	return errors.Join(errs...)
+}
+
+// Logger builds the process logger (on stderr).
+func (c *Config) Logger() *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(c.LogLevel))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}

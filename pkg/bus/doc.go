@@ -1,0 +1,19 @@
+// Package bus carries MCP traffic between frontends and workers over NATS.
+//
+// Every subject is built by [Subjects]; nothing else concatenates subject
+// strings. The wire formats are:
+//
+//   - a request envelope ([RequestHeader] + the client's raw JSON-RPC message,
+//     see [EncodeRequest]) published by a frontend to
+//     Subjects.Request(method, name) in the queue group [WorkerQueue], with
+//     the NATS reply subject set to the frontend stream that waits for it;
+//   - stream frames ([Frame]: one kind byte + a JSON-RPC message) published
+//     by the worker to that reply subject: notifications, server-to-client
+//     requests, heartbeats and finally the response.
+//
+// NATS preserves the order of messages from one publisher to one
+// subscriber, so the frames of one request arrive in the order the worker
+// sent them. When no worker listens on a request subject, NATS answers the
+// reply subject at once with a "no responders" status, which [ParseFrame]
+// reports as [FrameNoResponders].
+package bus

@@ -1,0 +1,115 @@
+package bus
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+
+	"github.com/mcpfleet/mcpfleet/pkg/protocol"
+)
+
+// SessionInfo is the snapshot of a legacy session a request carries, so the
+// worker never reads the store.
+type SessionInfo struct {
+	ID                 string                       `json:"id"`
+	ProtocolVersion    string                       `json:"v,omitempty"`
+	ClientInfo         *protocol.Implementation     `json:"ci,omitempty"`
+	ClientCapabilities *protocol.ClientCapabilities `json:"cc,omitempty"`
+	LogLevel           protocol.LoggingLevel        `json:"ll,omitempty"`
+}
+
+// RequestHeader is the frontend's part of a request envelope.
+type RequestHeader struct {
+	// Era is the protocol era the request is served under.
+	Era protocol.Era `json:"era"`
+	// Frontend and Stream name the stream waiting for the frames; the
+	// reply subject is Subjects.Stream(Frontend, Stream).
+	Frontend string `json:"fe"`
+	Stream   string `json:"st"`
+	// Session is the legacy session snapshot (nil for modern requests and
+	// for initialize).
+	Session *SessionInfo `json:"s,omitempty"`
+	// Principal is the authenticated subject ("" when auth is off).
+	Principal string `json:"p,omitempty"`
+	// DeadlineMs is the absolute deadline in Unix milliseconds (0: none).
+	DeadlineMs int64 `json:"dl,omitempty"`
+	// Traceparent carries W3C trace context from the HTTP request.
+	Traceparent string `json:"tp,omitempty"`
+}
+
+// EncodeRequest builds a request envelope: the header as one line of JSON,
+// a newline, then msg verbatim (msg is never re-marshalled).
+func EncodeRequest(h *RequestHeader, msg []byte) ([]byte, error) {
+	hb, err := json.Marshal(h)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(hb)+1+len(msg))
+	out = append(out, hb...)
+	out = append(out, '\n')
+	return append(out, msg...), nil
+}
+
+// ErrBadEnvelope is returned for a malformed envelope.
+var ErrBadEnvelope = errors.New("bus: malformed envelope")
+
+// DecodeRequest splits an envelope into its header and the raw message.
+// The returned message aliases data.
+func DecodeRequest(data []byte) (*RequestHeader, []byte, error) {
+	i := bytes.IndexByte(data, '\n')
+	if i < 0 {
+		return nil, nil, ErrBadEnvelope
+	}
+	var h RequestHeader
+	if err := json.Unmarshal(data[:i], &h); err != nil {
+		return nil, nil, errors.Join(ErrBadEnvelope, err)
+	}
+	return &h, data[i+1:], nil
+}
+
+// FrameKind says what a stream frame carries.
+type FrameKind byte
+
+// Frame kinds. The byte values are the wire format.
+const (
+	// FrameNotification is a notification to write on the stream.
+	FrameNotification FrameKind = 'N'
+	// FrameServerRequest is a server-to-client request to write on the
+	// stream.
+	FrameServerRequest FrameKind = 'Q'
+	// FrameResponse is the final response; the stream ends after it.
+	FrameResponse FrameKind = 'R'
+	// FrameHeartbeat says a worker holds the request and is alive; its
+	// payload is the worker id.
+	FrameHeartbeat FrameKind = 'H'
+	// FrameEnd ends the stream without a response: the request was
+	// cancelled.
+	FrameEnd FrameKind = 'E'
+	// FrameNoResponders is synthesized by ParseFrame from NATS's "no
+	// responders" status: no worker serves the request subject.
+	FrameNoResponders FrameKind = '0'
+	// FrameInvalid is a frame that could not be parsed.
+	FrameInvalid FrameKind = 0
+)
+
+// AppendFrame appends a frame of kind k with payload p.
+func AppendFrame(b []byte, k FrameKind, p []byte) []byte {
+	b = append(b, byte(k))
+	return append(b, p...)
+}
+
+// ParseFrame splits a frame. status is the NATS "Status" header of the
+// message ("" when absent); "503" is NATS's "no responders" answer.
+func ParseFrame(data []byte, status string) (FrameKind, []byte) {
+	if status == "503" {
+		return FrameNoResponders, nil
+	}
+	if len(data) == 0 {
+		return FrameInvalid, nil
+	}
+	switch k := FrameKind(data[0]); k {
+	case FrameNotification, FrameServerRequest, FrameResponse, FrameHeartbeat, FrameEnd:
+		return k, data[1:]
+	}
+	return FrameInvalid, nil
+}

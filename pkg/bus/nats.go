@@ -1,0 +1,174 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// ConnectOptions configure Connect. The zero value is valid.
+type ConnectOptions struct {
+	// Name is the client name shown by NATS monitoring.
+	Name string
+	// Logger receives connection state changes; nil means slog.Default().
+	Logger *slog.Logger
+	// ConnectTimeout bounds the first connection; zero means 5s.
+	ConnectTimeout time.Duration
+}
+
+// Connect dials url and keeps reconnecting forever after a loss (requests
+// during an outage fail fast with nats.ErrConnectionClosed or a timeout).
+func Connect(url string, opts *ConnectOptions) (*nats.Conn, error) {
+	if opts == nil {
+		opts = &ConnectOptions{}
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	timeout := opts.ConnectTimeout
+	if timeout == 0 {
+		timeout = 5 * time.Second
+	}
+	nc, err := nats.Connect(url, connOptions(opts.Name, log, timeout)...)
+	if err != nil {
+		return nil, fmt.Errorf("bus: connecting to NATS at %s: %w", url, err)
+	}
+	return nc, nil
+}
+
+func connOptions(name string, log *slog.Logger, timeout time.Duration) []nats.Option {
+	return []nats.Option{
+		nats.Name(name),
+		nats.Timeout(timeout),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+		nats.ReconnectBufSize(8 << 20),
+		nats.RetryOnFailedConnect(false),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				log.Warn("nats disconnected", "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) { log.Info("nats reconnected", "url", c.ConnectedUrlRedacted()) }),
+		nats.ErrorHandler(func(_ *nats.Conn, s *nats.Subscription, err error) {
+			subj := ""
+			if s != nil {
+				subj = s.Subject
+			}
+			log.Warn("nats async error", "subject", subj, "err", err)
+		}),
+	}
+}
+
+// Embedded is a NATS server running inside this process, for the
+// all-in-one binary and tests.
+type Embedded struct {
+	srv *server.Server
+	log *slog.Logger
+}
+
+// EmbeddedOptions configure StartEmbedded. The zero value is valid.
+type EmbeddedOptions struct {
+	// Listen, when non-empty ("127.0.0.1:4222", or "127.0.0.1:-1" for a free
+	// port), also opens a TCP listener so other processes can connect.
+	// Empty means in-process connections only.
+	Listen string
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// StartEmbedded starts an embedded NATS server and waits until it is ready.
+func StartEmbedded(opts *EmbeddedOptions) (*Embedded, error) {
+	if opts == nil {
+		opts = &EmbeddedOptions{}
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	sopts := &server.Options{
+		ServerName:     "mcpfleet-embedded",
+		NoLog:          true,
+		NoSigs:         true,
+		MaxPayload:     8 << 20,
+		MaxControlLine: 16 << 10,
+		DontListen:     opts.Listen == "",
+	}
+	if opts.Listen != "" {
+		host, port, err := splitHostPort(opts.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("bus: embedded listen address %q: %w", opts.Listen, err)
+		}
+		sopts.Host, sopts.Port = host, port
+	}
+	srv, err := server.NewServer(sopts)
+	if err != nil {
+		return nil, fmt.Errorf("bus: starting embedded NATS: %w", err)
+	}
+	go srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		srv.Shutdown()
+		return nil, errors.New("bus: embedded NATS did not become ready within 10s")
+	}
+	return &Embedded{srv: srv, log: log}, nil
+}
+
+// Connect opens an in-process client connection to the embedded server.
+func (e *Embedded) Connect(name string) (*nats.Conn, error) {
+	opts := append(connOptions(name, e.log, 5*time.Second), nats.InProcessServer(e.srv))
+	nc, err := nats.Connect("", opts...)
+	if err != nil {
+		return nil, fmt.Errorf("bus: connecting to embedded NATS: %w", err)
+	}
+	return nc, nil
+}
+
+// ClientURL is the TCP URL of the server ("" when it does not listen).
+func (e *Embedded) ClientURL() string {
+	if e.srv.Addr() == nil {
+		return ""
+	}
+	return e.srv.ClientURL()
+}
+
+// Shutdown stops the server; ctx bounds the wait.
+func (e *Embedded) Shutdown(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		e.srv.Shutdown()
+		e.srv.WaitForShutdown()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func splitHostPort(addr string) (string, int, error) {
+	var host string
+	var port int
+	i := len(addr) - 1
+	for i >= 0 && addr[i] != ':' {
+		i--
+	}
+	if i < 0 {
+		return "", 0, errors.New("missing port")
+	}
+	host = addr[:i]
+	if _, err := fmt.Sscanf(addr[i+1:], "%d", &port); err != nil {
+		return "", 0, fmt.Errorf("bad port: %w", err)
+	}
+	if len(host) > 1 && host[0] == '[' {
+		host = host[1 : len(host)-1]
+	}
+	return host, port, nil
+}

@@ -1,0 +1,133 @@
+package bus
+
+import (
+	"strings"
+)
+
+// DefaultPrefix is the first token of every subject when Subjects.Prefix is
+// empty.
+const DefaultPrefix = "mcp"
+
+// WorkerQueue is the queue group request subscribers join.
+const WorkerQueue = "workers"
+
+// Subjects builds every subject of the bus. The zero value uses
+// DefaultPrefix. Variable parts (methods, names, ids) are escaped into a
+// single token by [Token], so a tool named "a.b" or "x>" cannot change the
+// subject's shape.
+type Subjects struct {
+	// Prefix is the first token; empty means DefaultPrefix. It lets several
+	// deployments share one NATS account.
+	Prefix string
+}
+
+func (s Subjects) p() string {
+	if s.Prefix == "" {
+		return DefaultPrefix
+	}
+	return s.Prefix
+}
+
+// Request is where a request for method (and, for tools/call, prompts/get
+// and resources/read, the tool, prompt or resource name) is published:
+// <prefix>.req.<method>[.<name>].
+func (s Subjects) Request(method, name string) string {
+	if name == "" {
+		return s.p() + ".req." + Token(method)
+	}
+	return s.p() + ".req." + Token(method) + "." + Token(name)
+}
+
+// RequestMethod matches every request for method, named or not, for a
+// worker that serves all of them: <prefix>.req.<method>.> is not enough
+// (it misses the unnamed form), so workers subscribe to both
+// Request(method, "") and RequestMethodNamed(method).
+func (s Subjects) RequestMethodNamed(method string) string {
+	return s.p() + ".req." + Token(method) + ".>"
+}
+
+// AllRequests matches every request subject.
+func (s Subjects) AllRequests() string { return s.p() + ".req.>" }
+
+// Stream is the subject a worker publishes a request's frames to: the
+// frontend fe's stream id.
+func (s Subjects) Stream(fe, stream string) string {
+	return s.p() + ".fe." + Token(fe) + "." + Token(stream)
+}
+
+// FrontendStreams matches every stream subject of frontend fe.
+func (s Subjects) FrontendStreams(fe string) string { return s.p() + ".fe." + Token(fe) + ".*" }
+
+// StreamID returns the stream token of a subject built by Stream.
+func StreamID(subject string) string {
+	i := strings.LastIndexByte(subject, '.')
+	return subject[i+1:]
+}
+
+// WorkerInbox is where answers to worker w's server-to-client requests go.
+func (s Subjects) WorkerInbox(w string) string { return s.p() + ".w." + Token(w) + ".in" }
+
+// Cancel is the broadcast subject of cancellations.
+func (s Subjects) Cancel() string { return s.p() + ".cancel" }
+
+// Session is the subject of session-scoped messages for the legacy GET
+// stream(s) of session id; subscribers join queue group SessionQueue so
+// each message reaches exactly one stream.
+func (s Subjects) Session(id string) string { return s.p() + ".sess." + Token(id) }
+
+// SessionControl is the broadcast subject of session lifecycle events
+// (deletion, subscription changes) that every holder of the session's
+// streams must see.
+func (s Subjects) SessionControl(id string) string { return s.p() + ".sessctl." + Token(id) }
+
+// SessionQueue is the queue group of GET streams on Session subjects.
+const SessionQueue = "get"
+
+// ListChanged is the subject of list_changed events of kind ("tools",
+// "prompts" or "resources").
+func (s Subjects) ListChanged(kind string) string { return s.p() + ".evt.list." + Token(kind) }
+
+// AllListChanged matches every list_changed event.
+func (s Subjects) AllListChanged() string { return s.p() + ".evt.list.*" }
+
+// ResourceUpdated is the subject of resources/updated events for uri.
+func (s Subjects) ResourceUpdated(uri string) string {
+	return s.p() + ".evt.res." + Token(uri)
+}
+
+// Token escapes s into one subject token: bytes outside [A-Za-z0-9_/:-]
+// (and any '~') become ~XX in upper-case hex. The result is never empty.
+func Token(s string) string {
+	if s == "" {
+		return "~"
+	}
+	clean := true
+	for i := 0; i < len(s); i++ {
+		if !tokenSafe(s[i]) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if tokenSafe(c) {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('~')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&15])
+	}
+	return b.String()
+}
+
+func tokenSafe(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+		c == '_' || c == '-' || c == '/' || c == ':'
+}

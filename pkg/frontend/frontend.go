@@ -1,0 +1,207 @@
+// Package frontend is mcpfleet's HTTP transport: the MCP endpoint (one URL
+// serving both protocol eras), session handling for the legacy era, and the
+// client streams (POST response streams and legacy GET streams). It holds no
+// handler code: every request is forwarded over the bus to a worker, and the
+// worker's frames are written back on the stream that waits for them.
+//
+// The MCP endpoint is a plain http.Handler ([Frontend.Handler]); gin is
+// used only for routing ([Frontend.Router]).
+//
+// A frontend keeps no per-session state for idle sessions: a session costs
+// memory and goroutines only while one of its streams is open.
+package frontend
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/pkg/bus"
+	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
+	"github.com/nats-io/nats.go"
+)
+
+// Options configure a Frontend. Store is required; every other zero value
+// means the documented default.
+type Options struct {
+	// ID names the frontend on the bus; empty means random. Unique per
+	// cluster.
+	ID string
+	// Subjects builds bus subjects; the zero value uses "mcp".
+	Subjects bus.Subjects
+	// Store holds legacy sessions. Required.
+	Store sessionstore.Store
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+	// MaxBodyBytes caps a POST body (413 beyond); zero means 4 MiB.
+	MaxBodyBytes int64
+	// MaxDepth caps JSON nesting of a body (-32700 beyond); zero means
+	// protocol.DefaultMaxDepth.
+	MaxDepth int
+	// RequestTimeout bounds a request from POST to response; zero means
+	// 10 minutes.
+	RequestTimeout time.Duration
+	// WorkerTimeout is how long a request may go without any frame from its
+	// worker (workers send heartbeats every 2s while a handler runs) before
+	// the worker is presumed dead and the client gets an error; zero means
+	// 10s.
+	WorkerTimeout time.Duration
+	// KeepAlive is the interval of SSE comment frames on GET streams; zero
+	// means 30s; negative disables them.
+	KeepAlive time.Duration
+	// StreamBuffer is the number of frames buffered per open stream; a
+	// stream whose reader falls further behind is closed. Zero means 256.
+	StreamBuffer int
+	// AllowedHosts lists the Host header values accepted (host or
+	// host:port, case-insensitive); empty means loopback names only
+	// (localhost, 127.0.0.1, [::1]) on any port. "*" accepts any host.
+	AllowedHosts []string
+	// AllowedOrigins lists accepted Origin header values (scheme://host[:port]);
+	// empty means loopback origins only (http or https, any port). "*"
+	// accepts any origin. Requests without Origin are accepted.
+	AllowedOrigins []string
+	// WriteTimeout bounds each write to a client stream; zero means 10s.
+	WriteTimeout time.Duration
+}
+
+// Frontend serves the MCP endpoint.
+type Frontend struct {
+	nc   *nats.Conn
+	opts Options
+	log  *slog.Logger
+	subj bus.Subjects
+	id   string
+
+	hostCheck *allowList
+
+	sub *nats.Subscription
+
+	mu      sync.Mutex
+	streams map[string]*stream // stream id -> open stream
+	closing bool
+	seq     uint64
+
+	shutdown chan struct{} // closed by Shutdown
+	once     sync.Once
+	active   sync.WaitGroup // open HTTP exchanges on the MCP endpoint
+}
+
+// ErrInvalidConfig wraps configuration errors from New.
+var ErrInvalidConfig = errors.New("frontend: invalid configuration")
+
+// New returns a frontend forwarding over nc. Call Start before serving.
+func New(nc *nats.Conn, opts Options) (*Frontend, error) {
+	if nc == nil {
+		return nil, fmt.Errorf("%w: a NATS connection is required", ErrInvalidConfig)
+	}
+	if opts.Store == nil {
+		return nil, fmt.Errorf("%w: a session store is required", ErrInvalidConfig)
+	}
+	if opts.MaxBodyBytes < 0 || opts.MaxDepth < 0 || opts.RequestTimeout < 0 || opts.WorkerTimeout < 0 || opts.StreamBuffer < 0 || opts.WriteTimeout < 0 {
+		return nil, fmt.Errorf("%w: negative limits are not allowed", ErrInvalidConfig)
+	}
+	if opts.ID == "" {
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		opts.ID = hex.EncodeToString(b[:])
+	}
+	if opts.MaxBodyBytes == 0 {
+		opts.MaxBodyBytes = 4 << 20
+	}
+	if opts.RequestTimeout == 0 {
+		opts.RequestTimeout = 10 * time.Minute
+	}
+	if opts.WorkerTimeout == 0 {
+		opts.WorkerTimeout = 10 * time.Second
+	}
+	if opts.KeepAlive == 0 {
+		opts.KeepAlive = 30 * time.Second
+	}
+	if opts.StreamBuffer == 0 {
+		opts.StreamBuffer = 256
+	}
+	if opts.WriteTimeout == 0 {
+		opts.WriteTimeout = 10 * time.Second
+	}
+	hc, err := newAllowList(opts.AllowedHosts, opts.AllowedOrigins)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Frontend{
+		nc: nc, opts: opts, log: log.With("frontend", opts.ID), subj: opts.Subjects, id: opts.ID,
+		hostCheck: hc, streams: map[string]*stream{}, shutdown: make(chan struct{}),
+	}, nil
+}
+
+// ID returns the frontend's bus id.
+func (f *Frontend) ID() string { return f.id }
+
+// Start subscribes to the frontend's stream subjects.
+func (f *Frontend) Start(ctx context.Context) error {
+	sub, err := f.nc.Subscribe(f.subj.FrontendStreams(f.id), f.onFrame)
+	if err != nil {
+		return fmt.Errorf("frontend: subscribing to stream frames: %w", err)
+	}
+	_ = sub.SetPendingLimits(-1, 256<<20)
+	f.sub = sub
+	if err := f.nc.FlushTimeout(5 * time.Second); err != nil {
+		return fmt.Errorf("frontend: flushing subscriptions: %w", err)
+	}
+	return nil
+}
+
+// Shutdown stops accepting new exchanges (503), closes long-lived streams,
+// waits until in-flight exchanges end or ctx expires, then unsubscribes.
+// It is idempotent.
+func (f *Frontend) Shutdown(ctx context.Context) error {
+	f.once.Do(func() {
+		f.mu.Lock()
+		f.closing = true
+		f.mu.Unlock()
+		close(f.shutdown)
+	})
+	done := make(chan struct{})
+	go func() { f.active.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if f.sub != nil {
+		_ = f.sub.Unsubscribe()
+	}
+	return err
+}
+
+// Ready reports whether the frontend can serve: not draining, NATS
+// connected and the store reachable (when it can be pinged).
+func (f *Frontend) Ready(ctx context.Context) error {
+	select {
+	case <-f.shutdown:
+		return errors.New("draining")
+	default:
+	}
+	if !f.nc.IsConnected() {
+		return errors.New("NATS is not connected")
+	}
+	if p, ok := f.opts.Store.(interface{ Ping(context.Context) error }); ok {
+		if err := p.Ping(ctx); err != nil {
+			return fmt.Errorf("session store: %w", err)
+		}
+	}
+	return nil
+}
+
+// Handler returns the MCP endpoint as a plain http.Handler.
+func (f *Frontend) Handler() http.Handler { return http.HandlerFunc(f.serveMCP) }

@@ -1,0 +1,118 @@
+package frontend
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/mcpfleet/mcpfleet/pkg/protocol"
+)
+
+// HTTP header names (canonical form).
+const (
+	hdrSessionID       = "Mcp-Session-Id"
+	hdrProtocolVersion = "Mcp-Protocol-Version"
+	hdrMethod          = "Mcp-Method"
+	hdrName            = "Mcp-Name"
+	hdrLastEventID     = "Last-Event-Id"
+)
+
+// codeSessionNotFound is the JSON-RPC code of a 404 for an unknown session
+// (the TypeScript SDK's convention, in the implementation-defined range).
+const codeSessionNotFound = -32001
+
+func (f *Frontend) serveMCP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	if f.closing {
+		f.mu.Unlock()
+		w.Header().Set("Connection", "close")
+		httpError(w, http.StatusServiceUnavailable, protocol.CodeInternalError, "server is shutting down; retry on another instance")
+		return
+	}
+	f.active.Add(1)
+	f.mu.Unlock()
+	defer f.active.Done()
+
+	if !f.hostCheck.hostOK(r.Host) {
+		httpError(w, http.StatusForbidden, protocol.CodeInvalidRequest, "Forbidden: Host header not allowed")
+		return
+	}
+	if !f.hostCheck.originOK(r.Header.Get("Origin")) {
+		httpError(w, http.StatusForbidden, protocol.CodeInvalidRequest, "Forbidden: Origin not allowed")
+		return
+	}
+	switch r.Method {
+	case http.MethodPost:
+		f.servePost(w, r)
+	case http.MethodGet:
+		f.serveGet(w, r)
+	case http.MethodDelete:
+		f.serveDelete(w, r)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		httpError(w, http.StatusMethodNotAllowed, protocol.CodeInvalidRequest, "Method Not Allowed")
+	}
+}
+
+func (f *Frontend) servePost(w http.ResponseWriter, r *http.Request) {
+	if !accepts(r, "application/json") || !accepts(r, "text/event-stream") {
+		httpError(w, http.StatusNotAcceptable, protocol.CodeInvalidRequest, "Not Acceptable: the Accept header must list both application/json and text/event-stream")
+		return
+	}
+	if !isJSONContentType(r) {
+		httpError(w, http.StatusUnsupportedMediaType, protocol.CodeInvalidRequest, "Unsupported Media Type: Content-Type must be application/json")
+		return
+	}
+	if r.ContentLength > f.opts.MaxBodyBytes {
+		httpError(w, http.StatusRequestEntityTooLarge, protocol.CodeInvalidRequest, "Request Entity Too Large: the body exceeds the size limit")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.opts.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			httpError(w, http.StatusRequestEntityTooLarge, protocol.CodeInvalidRequest, "Request Entity Too Large: the body exceeds the size limit")
+			return
+		}
+		httpError(w, http.StatusBadRequest, protocol.CodeParseError, "Bad Request: could not read the body")
+		return
+	}
+	msg, err := protocol.Decode(body, f.opts.MaxDepth)
+	if err != nil {
+		var de *protocol.DecodeError
+		if errors.As(err, &de) {
+			writeError(w, http.StatusBadRequest, de.ID, de.Err)
+			return
+		}
+		httpError(w, http.StatusBadRequest, protocol.CodeParseError, "parse error")
+		return
+	}
+	var head protocol.ParamsHead
+	if msg.Params != nil {
+		if err := json.Unmarshal(msg.Params, &head); err != nil {
+			writeError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: %v", err))
+			return
+		}
+	}
+	if f.eraOf(r, msg, &head) == protocol.EraLegacy {
+		f.postLegacy(w, r, msg, &head, body)
+		return
+	}
+	f.postModern(w, r, msg, &head, body)
+}
+
+// eraOf chooses the era of a POST: legacy when it carries a session id, is
+// initialize, or has no modern _meta and a legacy (or no)
+// MCP-Protocol-Version header; modern otherwise.
+func (f *Frontend) eraOf(r *http.Request, msg *protocol.Message, head *protocol.ParamsHead) protocol.Era {
+	if r.Header.Get(hdrSessionID) != "" || msg.Method == protocol.MethodInitialize {
+		return protocol.EraLegacy
+	}
+	modernMeta := head.Meta != nil && (head.Meta.ProtocolVersion != nil || head.Meta.ClientCapabilities != nil)
+	v := r.Header.Get(hdrProtocolVersion)
+	if !modernMeta && (v == "" || protocol.IsLegacyVersion(v)) {
+		return protocol.EraLegacy
+	}
+	return protocol.EraModern
+}

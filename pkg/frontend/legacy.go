@@ -1,0 +1,236 @@
+package frontend
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/pkg/bus"
+	"github.com/mcpfleet/mcpfleet/pkg/protocol"
+	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
+)
+
+// legacyMethods are the client requests of the handshake era.
+var legacyMethods = map[string]bool{
+	protocol.MethodInitialize: true, protocol.MethodPing: true,
+	protocol.MethodToolsList: true, protocol.MethodToolsCall: true,
+	protocol.MethodPromptsList: true, protocol.MethodPromptsGet: true,
+	protocol.MethodResourcesList: true, protocol.MethodResourcesTemplatesList: true,
+	protocol.MethodResourcesRead: true, protocol.MethodResourcesSubscribe: true,
+	protocol.MethodResourcesUnsubscribe: true, protocol.MethodCompletionComplete: true,
+	protocol.MethodLoggingSetLevel: true,
+	protocol.MethodTasksGet: true, protocol.MethodTasksResult: true,
+	protocol.MethodTasksList: true, protocol.MethodTasksCancel: true,
+}
+
+// storeTimeout bounds one session-store call made for a request.
+const storeTimeout = 5 * time.Second
+
+func (f *Frontend) postLegacy(w http.ResponseWriter, r *http.Request, msg *protocol.Message, head *protocol.ParamsHead, body []byte) {
+	if v := r.Header.Get(hdrProtocolVersion); v != "" && !protocol.IsLegacyVersion(v) {
+		writeError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidRequest,
+			"Bad Request: unsupported MCP-Protocol-Version %q (supported: %v)", v, protocol.SupportedVersions))
+		return
+	}
+	if msg.Kind() == protocol.KindRequest && msg.Method == protocol.MethodInitialize {
+		f.initialize(w, r, msg, body)
+		return
+	}
+	sess, ok := f.loadSession(w, r, msg.ID)
+	if !ok {
+		return
+	}
+	switch msg.Kind() {
+	case protocol.KindNotification:
+		f.legacyNotification(r.Context(), sess, msg, head)
+		w.WriteHeader(http.StatusAccepted)
+	case protocol.KindResponse:
+		f.clientAnswer(w, sess, msg, body)
+	case protocol.KindRequest:
+		f.legacyRequest(w, r, sess, msg, head, body)
+	}
+}
+
+// loadSession reads the session named by the Mcp-Session-Id header. It
+// writes 400 when the header is missing, 404 when the session is unknown or
+// expired, and 503 when the store fails; ok is false then.
+func (f *Frontend) loadSession(w http.ResponseWriter, r *http.Request, id protocol.ID) (*sessionstore.Session, bool) {
+	sid := r.Header.Get(hdrSessionID)
+	if sid == "" {
+		writeError(w, http.StatusBadRequest, id, protocol.NewError(protocol.CodeInvalidRequest,
+			"Bad Request: Mcp-Session-Id header is required (send initialize first)"))
+		return nil, false
+	}
+	if !sessionstore.ValidID(sid) {
+		writeError(w, http.StatusNotFound, id, protocol.NewError(codeSessionNotFound, "Session not found"))
+		return nil, false
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
+	defer cancel()
+	s, err := f.opts.Store.Get(ctx, sid)
+	switch {
+	case errors.Is(err, sessionstore.ErrNotFound):
+		writeError(w, http.StatusNotFound, id, protocol.NewError(codeSessionNotFound, "Session not found"))
+		return nil, false
+	case err != nil:
+		f.log.Error("frontend: loading a session", "err", err)
+		writeError(w, http.StatusServiceUnavailable, id, protocol.NewError(protocol.CodeInternalError, "session store unavailable; retry"))
+		return nil, false
+	}
+	return s, true
+}
+
+func snapshot(s *sessionstore.Session) *bus.SessionInfo {
+	return &bus.SessionInfo{
+		ID:                 s.ID,
+		ProtocolVersion:    s.ProtocolVersion,
+		ClientInfo:         &s.ClientInfo,
+		ClientCapabilities: &s.ClientCapabilities,
+		LogLevel:           s.LogLevel,
+	}
+}
+
+// initialize forwards initialize to a worker and, when it succeeds, creates
+// the session before answering with its Mcp-Session-Id. A failed
+// initialize leaves nothing behind.
+func (f *Frontend) initialize(w http.ResponseWriter, r *http.Request, msg *protocol.Message, body []byte) {
+	if sid := r.Header.Get(hdrSessionID); sid != "" {
+		if _, ok := f.loadSession(w, r, msg.ID); !ok {
+			return
+		}
+		writeError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidRequest,
+			"Invalid Request: the session is already initialized"))
+		return
+	}
+	var p protocol.InitializeParams
+	if msg.Params == nil {
+		writeError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: initialize requires params"))
+		return
+	}
+	if err := json.Unmarshal(msg.Params, &p); err != nil {
+		writeError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: %v", err))
+		return
+	}
+	if e := p.Validate(); e != nil {
+		writeError(w, http.StatusBadRequest, msg.ID, e)
+		return
+	}
+	f.forward(w, r, &forwardSpec{
+		era: protocol.EraLegacy, msg: msg, body: body,
+		onResponse: func(resp []byte, h http.Header) (int, error) {
+			m, err := protocol.Decode(resp, 0)
+			if err != nil || m.Kind() != protocol.KindResponse {
+				return 0, errors.New("frontend: malformed initialize response from the worker")
+			}
+			if m.Error != nil {
+				return http.StatusBadRequest, nil
+			}
+			var res struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			}
+			if err := json.Unmarshal(m.Result, &res); err != nil || res.ProtocolVersion == "" {
+				return 0, errors.New("frontend: initialize result without protocolVersion")
+			}
+			s := &sessionstore.Session{
+				ID:                 sessionstore.NewID(),
+				ProtocolVersion:    res.ProtocolVersion,
+				ClientInfo:         *p.ClientInfo,
+				ClientCapabilities: *p.Capabilities,
+				Initialized:        true,
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+			defer cancel()
+			if err := f.opts.Store.Create(ctx, s); err != nil {
+				return 0, err
+			}
+			h.Set(hdrSessionID, s.ID)
+			return http.StatusOK, nil
+		},
+	})
+}
+
+func (f *Frontend) legacyRequest(w http.ResponseWriter, r *http.Request, sess *sessionstore.Session, msg *protocol.Message, head *protocol.ParamsHead, body []byte) {
+	switch {
+	case !legacyMethods[msg.Method]:
+		writeError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeMethodNotFound, "method not found: %q", msg.Method))
+		return
+	case msg.Method == protocol.MethodPing:
+		writeJSON(w, http.StatusOK, protocol.AppendResponse(nil, msg.ID, []byte("{}")), nil)
+		return
+	case msg.Method == protocol.MethodLoggingSetLevel:
+		var p protocol.SetLevelParams
+		if msg.Params != nil {
+			_ = json.Unmarshal(msg.Params, &p)
+		}
+		if !p.Level.Valid() {
+			writeError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: unknown logging level %q", p.Level))
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
+		defer cancel()
+		if err := f.opts.Store.Update(ctx, sess.ID, sessionstore.Patch{LogLevel: &p.Level}); err != nil {
+			if errors.Is(err, sessionstore.ErrNotFound) {
+				writeError(w, http.StatusNotFound, msg.ID, protocol.NewError(codeSessionNotFound, "Session not found"))
+				return
+			}
+			writeError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "session store unavailable; retry"))
+			return
+		}
+		writeJSON(w, http.StatusOK, protocol.AppendResponse(nil, msg.ID, []byte("{}")), nil)
+		return
+	}
+	f.forward(w, r, &forwardSpec{era: protocol.EraLegacy, msg: msg, body: body, session: snapshot(sess), name: routingName(msg.Method, head)})
+}
+
+// routingName is the name a request is routed by on the bus: the tool,
+// prompt or resource it addresses.
+func routingName(method string, head *protocol.ParamsHead) string {
+	switch method {
+	case protocol.MethodToolsCall, protocol.MethodPromptsGet:
+		if head.Name != nil {
+			return *head.Name
+		}
+	}
+	return ""
+}
+
+func (f *Frontend) legacyNotification(ctx context.Context, sess *sessionstore.Session, msg *protocol.Message, head *protocol.ParamsHead) {
+	switch msg.Method {
+	case protocol.NotificationInitialized:
+		t := true
+		ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+		defer cancel()
+		if err := f.opts.Store.Update(ctx, sess.ID, sessionstore.Patch{ClientInitialized: &t}); err != nil && !errors.Is(err, sessionstore.ErrNotFound) {
+			f.log.Warn("frontend: recording notifications/initialized", "err", err)
+		}
+	case protocol.NotificationCancelled:
+		var id protocol.ID
+		if len(head.RequestID) == 0 || id.UnmarshalJSON(head.RequestID) != nil {
+			return // malformed cancels are ignored
+		}
+		if err := f.nc.Publish(f.subj.Cancel(), []byte(bus.CancelKeyLegacy(sess.ID, id))); err != nil {
+			f.log.Warn("frontend: publishing a cancel", "err", err)
+		}
+	}
+}
+
+// clientAnswer routes a client's answer to a server-to-client request to
+// the worker that asked, whichever it is.
+func (f *Frontend) clientAnswer(w http.ResponseWriter, sess *sessionstore.Session, msg *protocol.Message, body []byte) {
+	worker, ok := bus.ParseServerRequestID(msg.ID)
+	if !ok {
+		httpError(w, http.StatusBadRequest, protocol.CodeInvalidRequest, "Bad Request: the response does not answer a request of this server")
+		return
+	}
+	data, err := bus.EncodeAnswer(&bus.ClientAnswer{Session: sess.ID}, body)
+	if err == nil {
+		err = f.nc.Publish(f.subj.WorkerInbox(worker), data)
+	}
+	if err != nil {
+		httpError(w, http.StatusServiceUnavailable, protocol.CodeInternalError, "message bus unavailable; retry")
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}

@@ -1,0 +1,31 @@
+package frontend
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+)
+
+// Router returns a gin engine serving the MCP endpoint at path (e.g.
+// "/mcp") with /healthz (alive) and /readyz (NATS and store reachable, not
+// draining). gin only routes: the endpoint is the plain Handler.
+func (f *Frontend) Router(path string) *gin.Engine {
+	gin.SetMode(gin.ReleaseMode)
+	g := gin.New()
+	g.Use(gin.Recovery())
+	h := gin.WrapH(f.Handler())
+	g.Any(path, h)
+	g.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok\n") })
+	g.GET("/readyz", func(c *gin.Context) {
+		ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
+		defer cancel()
+		if err := f.Ready(ctx); err != nil {
+			c.String(http.StatusServiceUnavailable, "not ready: %v\n", err)
+			return
+		}
+		c.String(http.StatusOK, "ready\n")
+	})
+	return g
+}

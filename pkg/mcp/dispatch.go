@@ -1,0 +1,404 @@
+package mcp
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+
+	"github.com/mcpfleet/mcpfleet/pkg/protocol"
+)
+
+// Handle dispatches one request to its handler and returns the result to
+// send, or an error: a *protocol.Error is sent as is, anything else as
+// -32603 (with a generic message; the detail is logged). params are the
+// request's raw params (nil when absent).
+//
+// On modern requests Handle fills resultType, the serverInfo _meta and the
+// caching hints of cacheable results. A handler panic is recovered into
+// -32603.
+func (s *Server) Handle(ctx context.Context, req *Request, params json.RawMessage) (res protocol.Result, err error) {
+	req.srv = s
+	if req.ClientCapabilities == nil {
+		req.ClientCapabilities = &protocol.ClientCapabilities{}
+	}
+	if len(params) == 0 {
+		params = json.RawMessage("{}")
+	}
+	var head struct {
+		Meta *struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+		} `json:"_meta"`
+	}
+	if err := json.Unmarshal(params, &head); err != nil {
+		return nil, protocol.NewError(protocol.CodeInvalidParams, "invalid params: %v", err)
+	}
+	if head.Meta != nil && len(head.Meta.ProgressToken) > 0 && string(head.Meta.ProgressToken) != "null" {
+		req.progressToken = head.Meta.ProgressToken
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("mcp: handler panic", "method", req.Method, "panic", p, "stack", string(debug.Stack()))
+			res, err = nil, protocol.NewError(protocol.CodeInternalError, "internal error")
+		}
+	}()
+	res, err = s.dispatch(ctx, req, params)
+	if err != nil {
+		return nil, s.toProtocolError(req, err)
+	}
+	if req.Era == protocol.EraModern {
+		s.finishModern(res)
+	}
+	return res, nil
+}
+
+func (s *Server) toProtocolError(req *Request, err error) *protocol.Error {
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		return pe
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return protocol.NewError(protocol.CodeInternalError, "request cancelled or timed out")
+	}
+	s.log.Warn("mcp: handler error", "method", req.Method, "err", err)
+	return protocol.NewError(protocol.CodeInternalError, "internal error")
+}
+
+func (s *Server) finishModern(res protocol.Result) {
+	b := res.Base()
+	if b.ResultType == "" {
+		b.ResultType = protocol.ResultTypeComplete
+	}
+	if b.Meta == nil {
+		b.Meta = protocol.Meta{}
+	}
+	if _, ok := b.Meta[protocol.MetaServerInfo]; !ok {
+		b.Meta[protocol.MetaServerInfo] = &s.info
+	}
+	if c, ok := res.(protocol.Cacheable); ok && b.ResultType == protocol.ResultTypeComplete {
+		h := c.Cache()
+		if h.TTLMs == nil {
+			ttl := s.opts.CacheTTL.Milliseconds()
+			h.TTLMs = &ttl
+		}
+		if h.CacheScope == "" {
+			h.CacheScope = s.opts.CacheScope
+		}
+	}
+}
+
+func decodeParams(params json.RawMessage, v any) error {
+	if err := json.Unmarshal(params, v); err != nil {
+		return protocol.NewError(protocol.CodeInvalidParams, "invalid params: %v", err)
+	}
+	return nil
+}
+
+func (s *Server) dispatch(ctx context.Context, req *Request, params json.RawMessage) (protocol.Result, error) {
+	r := s.reg.Load()
+	caps := s.Capabilities()
+	switch req.Method {
+	case protocol.MethodInitialize:
+		return s.initialize(params)
+	case protocol.MethodPing:
+		return &protocol.EmptyResult{}, nil
+	case protocol.MethodServerDiscover:
+		return &protocol.DiscoverResult{
+			SupportedVersions: slices.Clone(protocol.SupportedVersions),
+			Capabilities:      caps,
+			Instructions:      s.opts.Instructions,
+		}, nil
+	case protocol.MethodToolsList:
+		var p protocol.PaginatedParams
+		if err := decodeParams(params, &p); err != nil {
+			return nil, err
+		}
+		page, next, err := paginate(r.toolOrder, p.Cursor, s.opts.PageSize)
+		if err != nil {
+			return nil, err
+		}
+		out := &protocol.ListToolsResult{Tools: make([]*protocol.Tool, 0, len(page)), NextCursor: next}
+		for _, n := range page {
+			out.Tools = append(out.Tools, r.tools[n].def)
+		}
+		return out, nil
+	case protocol.MethodToolsCall:
+		return s.callTool(ctx, req, r, params)
+	case protocol.MethodPromptsList:
+		if caps.Prompts == nil {
+			return nil, methodNotFound(req.Method)
+		}
+		var p protocol.PaginatedParams
+		if err := decodeParams(params, &p); err != nil {
+			return nil, err
+		}
+		page, next, err := paginate(r.promptOrder, p.Cursor, s.opts.PageSize)
+		if err != nil {
+			return nil, err
+		}
+		out := &protocol.ListPromptsResult{Prompts: make([]*protocol.Prompt, 0, len(page)), NextCursor: next}
+		for _, n := range page {
+			out.Prompts = append(out.Prompts, r.prompts[n].def)
+		}
+		return out, nil
+	case protocol.MethodPromptsGet:
+		if caps.Prompts == nil {
+			return nil, methodNotFound(req.Method)
+		}
+		return s.getPrompt(ctx, req, r, params)
+	case protocol.MethodResourcesList:
+		if caps.Resources == nil {
+			return nil, methodNotFound(req.Method)
+		}
+		var p protocol.PaginatedParams
+		if err := decodeParams(params, &p); err != nil {
+			return nil, err
+		}
+		page, next, err := paginate(r.resOrder, p.Cursor, s.opts.PageSize)
+		if err != nil {
+			return nil, err
+		}
+		out := &protocol.ListResourcesResult{Resources: make([]*protocol.Resource, 0, len(page)), NextCursor: next}
+		for _, n := range page {
+			out.Resources = append(out.Resources, r.resources[n].def)
+		}
+		return out, nil
+	case protocol.MethodResourcesTemplatesList:
+		if caps.Resources == nil {
+			return nil, methodNotFound(req.Method)
+		}
+		var p protocol.PaginatedParams
+		if err := decodeParams(params, &p); err != nil {
+			return nil, err
+		}
+		names := make([]string, len(r.templates))
+		for i, t := range r.templates {
+			names[i] = t.def.URITemplate
+		}
+		page, next, err := paginate(names, p.Cursor, s.opts.PageSize)
+		if err != nil {
+			return nil, err
+		}
+		out := &protocol.ListResourceTemplatesResult{ResourceTemplates: make([]*protocol.ResourceTemplate, 0, len(page)), NextCursor: next}
+		for _, t := range r.templates {
+			if slices.Contains(page, t.def.URITemplate) {
+				out.ResourceTemplates = append(out.ResourceTemplates, t.def)
+			}
+		}
+		return out, nil
+	case protocol.MethodResourcesRead:
+		if caps.Resources == nil {
+			return nil, methodNotFound(req.Method)
+		}
+		return s.readResource(ctx, req, r, params)
+	case protocol.MethodResourcesSubscribe, protocol.MethodResourcesUnsubscribe:
+		if caps.Resources == nil || !caps.Resources.Subscribe {
+			return nil, methodNotFound(req.Method)
+		}
+		var p protocol.ReadResourceParams
+		if err := decodeParams(params, &p); err != nil {
+			return nil, err
+		}
+		if p.URI == "" {
+			return nil, protocol.NewError(protocol.CodeInvalidParams, "invalid params: uri is required")
+		}
+		if h := s.opts.SubscribeHook; h != nil {
+			if err := h(ctx, req, p.URI, req.Method == protocol.MethodResourcesSubscribe); err != nil {
+				return nil, err
+			}
+		}
+		return &protocol.EmptyResult{}, nil
+	case protocol.MethodCompletionComplete:
+		if caps.Completions == nil {
+			return nil, methodNotFound(req.Method)
+		}
+		var p protocol.CompleteParams
+		if err := decodeParams(params, &p); err != nil {
+			return nil, err
+		}
+		if err := s.checkCompletionRef(r, &p.Ref); err != nil {
+			return nil, err
+		}
+		out := &protocol.CompleteResult{Completion: protocol.Completion{Values: []string{}}}
+		if r.completion != nil {
+			c, err := r.completion(ctx, req, &p)
+			if err != nil {
+				return nil, err
+			}
+			if c != nil {
+				out.Completion = *c
+				if out.Completion.Values == nil {
+					out.Completion.Values = []string{}
+				}
+				if len(out.Completion.Values) > 100 {
+					out.Completion.Values = out.Completion.Values[:100]
+					out.Completion.HasMore = true
+				}
+			}
+		}
+		return out, nil
+	case protocol.MethodLoggingSetLevel:
+		var p protocol.SetLevelParams
+		if err := decodeParams(params, &p); err != nil {
+			return nil, err
+		}
+		if !p.Level.Valid() {
+			return nil, protocol.NewError(protocol.CodeInvalidParams, "invalid params: unknown logging level %q", p.Level)
+		}
+		return &protocol.EmptyResult{}, nil
+	}
+	return nil, methodNotFound(req.Method)
+}
+
+func methodNotFound(method string) *protocol.Error {
+	return protocol.NewError(protocol.CodeMethodNotFound, "method not found: %q", method)
+}
+
+func (s *Server) initialize(params json.RawMessage) (protocol.Result, error) {
+	var p protocol.InitializeParams
+	if err := decodeParams(params, &p); err != nil {
+		return nil, err
+	}
+	if e := p.Validate(); e != nil {
+		return nil, e
+	}
+	return &protocol.InitializeResult{
+		ProtocolVersion: protocol.NegotiateLegacy(p.ProtocolVersion),
+		Capabilities:    s.Capabilities(),
+		ServerInfo:      s.info,
+		Instructions:    s.opts.Instructions,
+	}, nil
+}
+
+func (s *Server) checkCompletionRef(r *registry, ref *protocol.CompleteReference) error {
+	switch ref.Type {
+	case "ref/prompt":
+		if _, ok := r.prompts[ref.Name]; !ok {
+			return protocol.NewError(protocol.CodeInvalidParams, "invalid params: unknown prompt %q", ref.Name)
+		}
+	case "ref/resource":
+		if _, ok := r.resources[ref.URI]; ok {
+			return nil
+		}
+		for _, t := range r.templates {
+			if t.def.URITemplate == ref.URI {
+				return nil
+			}
+			if _, ok := t.tmpl.Match(ref.URI); ok {
+				return nil
+			}
+		}
+		return protocol.NewError(protocol.CodeInvalidParams, "invalid params: unknown resource %q", ref.URI)
+	default:
+		return protocol.NewError(protocol.CodeInvalidParams, "invalid params: ref.type must be ref/prompt or ref/resource")
+	}
+	return nil
+}
+
+// paginate returns the page of sorted names after the cursor. Cursors are
+// base64 of the last name of the previous page, so they stay valid while
+// the list changes.
+func paginate(names []string, cursor *string, size int) ([]string, *string, error) {
+	start := 0
+	if cursor != nil {
+		last, err := base64.RawURLEncoding.DecodeString(*cursor)
+		if err != nil || (*cursor == "" && len(names) > 0) {
+			return nil, nil, protocol.NewError(protocol.CodeInvalidParams, "invalid params: invalid cursor")
+		}
+		start, _ = slices.BinarySearch(names, string(last))
+		if start < len(names) && names[start] == string(last) {
+			start++
+		}
+	}
+	end := min(start+size, len(names))
+	page := names[start:end]
+	if end < len(names) {
+		c := base64.RawURLEncoding.EncodeToString([]byte(page[len(page)-1]))
+		return page, &c, nil
+	}
+	return page, nil, nil
+}
+
+func (s *Server) getPrompt(ctx context.Context, req *Request, r *registry, params json.RawMessage) (protocol.Result, error) {
+	var p protocol.GetPromptParams
+	if err := decodeParams(params, &p); err != nil {
+		return nil, err
+	}
+	pr, ok := r.prompts[p.Name]
+	if !ok {
+		return nil, protocol.NewError(protocol.CodeInvalidParams, "invalid params: unknown prompt %q", p.Name)
+	}
+	for _, a := range pr.def.Arguments {
+		if _, ok := p.Arguments[a.Name]; a.Required && !ok {
+			return nil, protocol.NewError(protocol.CodeInvalidParams, "invalid params: prompt %q requires argument %q", p.Name, a.Name)
+		}
+	}
+	if p.Arguments == nil {
+		p.Arguments = map[string]string{}
+	}
+	res, err := pr.handler(ctx, req, p.Arguments)
+	if err != nil {
+		return nil, err
+	}
+	if res == nil {
+		return nil, fmt.Errorf("prompt %q handler returned no result", p.Name)
+	}
+	if res.Messages == nil {
+		res.Messages = []*protocol.PromptMessage{}
+	}
+	return res, nil
+}
+
+func (s *Server) readResource(ctx context.Context, req *Request, r *registry, params json.RawMessage) (protocol.Result, error) {
+	var p protocol.ReadResourceParams
+	if err := decodeParams(params, &p); err != nil {
+		return nil, err
+	}
+	if p.URI == "" {
+		return nil, protocol.NewError(protocol.CodeInvalidParams, "invalid params: uri is required")
+	}
+	var (
+		h    ResourceHandler
+		vars map[string]string
+	)
+	if res, ok := r.resources[p.URI]; ok {
+		h = res.handler
+	} else {
+		for _, t := range r.templates {
+			if v, ok := t.tmpl.Match(p.URI); ok {
+				h, vars = t.handler, v
+				break
+			}
+		}
+	}
+	var (
+		res *protocol.ReadResourceResult
+		err error
+	)
+	if h != nil {
+		res, err = h(ctx, req, p.URI, vars)
+	}
+	if h == nil || errors.Is(err, ErrResourceNotFound) {
+		return nil, resourceNotFound(req.Era, p.URI)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if res == nil || len(res.Contents) == 0 {
+		return nil, resourceNotFound(req.Era, p.URI)
+	}
+	return res, nil
+}
+
+// resourceNotFound is -32002 on legacy and -32602 on modern, both with
+// data.uri.
+func resourceNotFound(era protocol.Era, uri string) *protocol.Error {
+	code := int64(protocol.CodeResourceNotFound)
+	if era == protocol.EraModern {
+		code = protocol.CodeInvalidParams
+	}
+	return protocol.NewError(code, "resource not found: %s", uri).WithData(map[string]string{"uri": uri})
+}

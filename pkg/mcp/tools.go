@@ -1,0 +1,115 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/mcpfleet/mcpfleet/internal/jsonschema"
+	"github.com/mcpfleet/mcpfleet/pkg/protocol"
+)
+
+func (s *Server) callTool(ctx context.Context, req *Request, r *registry, params json.RawMessage) (protocol.Result, error) {
+	var p protocol.CallToolParams
+	if err := decodeParams(params, &p); err != nil {
+		return nil, err
+	}
+	t, ok := r.tools[p.Name]
+	if !ok {
+		return nil, protocol.NewError(protocol.CodeInvalidParams, "invalid params: unknown tool %q", p.Name)
+	}
+	args := p.Arguments
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	}
+	if err := t.validator.ValidateJSON(args); err != nil {
+		return ToolError(fmt.Sprintf("invalid arguments for tool %q: %v", p.Name, err)), nil
+	}
+	res, err := t.handler(ctx, req, args)
+	if err != nil {
+		var pe *protocol.Error
+		if errors.As(err, &pe) || ctx.Err() != nil {
+			return nil, err
+		}
+		return ToolError(err.Error()), nil
+	}
+	if res == nil {
+		res = &protocol.CallToolResult{}
+	}
+	return res, nil
+}
+
+// ToolError returns a tool-error result (isError:true) carrying msg as
+// text: the way to report a failure the model should see and may correct.
+func ToolError(msg string) *protocol.CallToolResult {
+	return &protocol.CallToolResult{IsError: true, Content: []protocol.Content{&protocol.TextContent{Text: msg}}}
+}
+
+// TextResult returns a result with one text block.
+func TextResult(text string) *protocol.CallToolResult {
+	return &protocol.CallToolResult{Content: []protocol.Content{&protocol.TextContent{Text: text}}}
+}
+
+// TypedToolHandler handles a tool whose arguments decode into In and whose
+// structured output is Out. Returning a nil result is allowed when Out
+// carries the answer; see [AddTool].
+type TypedToolHandler[In, Out any] func(ctx context.Context, req *Request, in In) (*protocol.CallToolResult, Out, error)
+
+// AddTool registers a typed tool on s.
+//
+// When t.InputSchema is nil it is derived from In (a struct: json field
+// names, fields without omitempty required, `jsonschema:"..."` tags as
+// descriptions). When Out is not `any` and t.OutputSchema is nil, the
+// output schema is derived from Out, and the result's structuredContent
+// is set to the returned Out (with its JSON as a text block when the
+// handler returned no content), as the spec asks of tools with an output
+// schema.
+func AddTool[In, Out any](s *Server, t *protocol.Tool, h TypedToolHandler[In, Out]) error {
+	if t == nil || h == nil {
+		return errors.New("mcp: AddTool needs a tool and a handler")
+	}
+	def := *t
+	if len(def.InputSchema) == 0 {
+		schema, err := jsonschema.ForObject[In]()
+		if err != nil {
+			return fmt.Errorf("mcp: tool %q: deriving the input schema: %w", t.Name, err)
+		}
+		def.InputSchema = schema
+	}
+	outType := reflect.TypeFor[Out]()
+	structured := outType.Kind() != reflect.Interface || outType.NumMethod() != 0
+	if structured && len(def.OutputSchema) == 0 {
+		schema, err := jsonschema.For(outType, nil)
+		if err != nil {
+			return fmt.Errorf("mcp: tool %q: deriving the output schema: %w", t.Name, err)
+		}
+		def.OutputSchema = schema
+	}
+	raw := func(ctx context.Context, req *Request, args json.RawMessage) (*protocol.CallToolResult, error) {
+		var in In
+		if err := json.Unmarshal(args, &in); err != nil {
+			return ToolError(fmt.Sprintf("invalid arguments for tool %q: %v", def.Name, err)), nil
+		}
+		res, out, err := h(ctx, req, in)
+		if err != nil {
+			return nil, err
+		}
+		if res == nil {
+			res = &protocol.CallToolResult{}
+		}
+		if structured && res.StructuredContent == nil && !res.IsError {
+			res.StructuredContent = out
+			if len(res.Content) == 0 {
+				b, err := json.Marshal(out)
+				if err != nil {
+					return nil, fmt.Errorf("mcp: tool %q: marshalling output: %w", def.Name, err)
+				}
+				res.Content = []protocol.Content{&protocol.TextContent{Text: string(b)}}
+			}
+		}
+		return res, nil
+	}
+	return s.AddTool(&def, raw)
+}

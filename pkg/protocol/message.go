@@ -1,0 +1,289 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+)
+
+// Kind tells what a decoded JSON-RPC message is.
+type Kind uint8
+
+// The message kinds.
+const (
+	KindInvalid Kind = iota
+	KindRequest
+	KindNotification
+	KindResponse // a result or an error response
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindRequest:
+		return "request"
+	case KindNotification:
+		return "notification"
+	case KindResponse:
+		return "response"
+	}
+	return "invalid"
+}
+
+// Message is one decoded JSON-RPC 2.0 message. Params and Result are kept
+// raw; Error is decoded. The fields are plain so a Message can be built by
+// hand; use [Decode] to parse one from the wire.
+type Message struct {
+	ID     ID
+	Method string
+	Params json.RawMessage
+	Result json.RawMessage
+	Error  *Error
+}
+
+// Kind classifies the message. Decode only returns messages of a valid kind.
+func (m *Message) Kind() Kind {
+	switch {
+	case m.Method != "" && m.ID.IsValid() && m.Result == nil && m.Error == nil:
+		return KindRequest
+	case m.Method != "" && !m.ID.IsValid() && m.Result == nil && m.Error == nil:
+		return KindNotification
+	case m.Method == "" && (m.Result != nil) != (m.Error != nil):
+		return KindResponse
+	}
+	return KindInvalid
+}
+
+// DefaultMaxDepth is the nesting cap [Decode] applies when given 0.
+const DefaultMaxDepth = 64
+
+// DecodeError is what Decode returns: a JSON-RPC error (-32700 or -32600)
+// plus whatever id could be recovered, so the error response can echo it.
+type DecodeError struct {
+	Err *Error
+	ID  ID
+	// Batch is set when the body was a JSON array.
+	Batch bool
+}
+
+func (e *DecodeError) Error() string { return e.Err.Error() }
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// wireMessage is the on-the-wire shape; id stays raw so null can be told
+// apart from absent.
+type wireMessage struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  *string         `json:"method"`
+	Params  json.RawMessage `json:"params"`
+	Result  json.RawMessage `json:"result"`
+	Error   json.RawMessage `json:"error"`
+}
+
+// Decode parses exactly one JSON-RPC message from data in one pass.
+//
+// It rejects: invalid JSON and nesting deeper than maxDepth (0 means
+// DefaultMaxDepth) with -32700; arrays (batches), non-objects, a missing or
+// wrong "jsonrpc", a null or non-integer id, a non-object params, and
+// inconsistent member combinations with -32600. The returned message is
+// valid: Kind() is never KindInvalid.
+func Decode(data []byte, maxDepth int) (*Message, error) {
+	if maxDepth <= 0 {
+		maxDepth = DefaultMaxDepth
+	}
+	first := firstByte(data)
+	switch first {
+	case '{':
+	case '[':
+		if !json.Valid(data) {
+			return nil, &DecodeError{Err: NewError(CodeParseError, "parse error: invalid JSON")}
+		}
+		return nil, &DecodeError{Err: NewError(CodeInvalidRequest, "invalid request: batches are not supported; send one JSON-RPC message per request"), Batch: true}
+	default:
+		if !json.Valid(data) {
+			return nil, &DecodeError{Err: NewError(CodeParseError, "parse error: invalid JSON")}
+		}
+		return nil, &DecodeError{Err: NewError(CodeInvalidRequest, "invalid request: a JSON-RPC message must be a JSON object")}
+	}
+	if err := CheckDepth(data, maxDepth); err != nil {
+		return nil, &DecodeError{Err: NewError(CodeParseError, "parse error: %v", err)}
+	}
+	var w wireMessage
+	if err := json.Unmarshal(data, &w); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) || !json.Valid(data) {
+			return nil, &DecodeError{Err: NewError(CodeParseError, "parse error: invalid JSON")}
+		}
+		return nil, &DecodeError{Err: NewError(CodeInvalidRequest, "invalid request: %v", err)}
+	}
+	m := &Message{Params: nonNull(w.Params), Result: nonNull(w.Result)}
+	if w.Method != nil {
+		m.Method = *w.Method
+	}
+	idOK := true
+	if len(w.ID) > 0 {
+		if err := m.ID.UnmarshalJSON(w.ID); err != nil {
+			idOK = false
+		}
+	}
+	fail := func(msg string) (*Message, error) {
+		return nil, &DecodeError{Err: NewError(CodeInvalidRequest, "invalid request: "+msg), ID: m.ID}
+	}
+	if w.JSONRPC != "2.0" {
+		return fail(`"jsonrpc" must be "2.0"`)
+	}
+	if !idOK {
+		return fail("id must be a string or an integer, never null")
+	}
+	if w.Method != nil && m.Method == "" {
+		return fail("method must be a non-empty string")
+	}
+	if len(w.Error) > 0 && !isNull(w.Error) {
+		var e Error
+		if err := json.Unmarshal(w.Error, &e); err != nil {
+			return fail("error must be an object with an integer code and a message")
+		}
+		m.Error = &e
+	}
+	if m.Params != nil && firstByte(m.Params) != '{' {
+		return fail("params must be an object")
+	}
+	if m.Kind() == KindInvalid {
+		return fail("not a request, notification or response")
+	}
+	if m.Kind() == KindResponse && m.Result != nil && firstByte(m.Result) != '{' {
+		return fail("result must be an object")
+	}
+	return m, nil
+}
+
+func nonNull(r json.RawMessage) json.RawMessage {
+	if len(r) == 0 || isNull(r) {
+		return nil
+	}
+	return r
+}
+
+func isNull(r []byte) bool { return string(bytes.TrimSpace(r)) == "null" }
+
+func firstByte(b []byte) byte {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		}
+		return c
+	}
+	return 0
+}
+
+// ErrTooDeep is returned by CheckDepth.
+var ErrTooDeep = errors.New("JSON nesting exceeds the limit")
+
+// CheckDepth scans data once and fails if objects/arrays nest deeper than
+// max. It does not validate the JSON otherwise.
+func CheckDepth(data []byte, max int) error {
+	depth := 0
+	inStr := false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		if inStr {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inStr = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inStr = true
+		case '{', '[':
+			depth++
+			if depth > max {
+				return ErrTooDeep
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return nil
+}
+
+// Encoding. These build envelopes by appending, so raw results are copied
+// verbatim and never re-marshalled.
+
+// AppendResponse appends {"jsonrpc":"2.0","id":id,"result":result}.
+// result must be valid JSON (an object).
+func AppendResponse(b []byte, id ID, result []byte) []byte {
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = id.AppendJSON(b)
+	b = append(b, `,"result":`...)
+	b = append(b, result...)
+	return append(b, '}')
+}
+
+// AppendErrorResponse appends an error response. An absent id is written as
+// null, as JSON-RPC requires when the id could not be read.
+func AppendErrorResponse(b []byte, id ID, e *Error) []byte {
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = id.AppendJSON(b)
+	b = append(b, `,"error":{"code":`...)
+	b = strconv.AppendInt(b, e.Code, 10)
+	b = append(b, `,"message":`...)
+	msg, _ := json.Marshal(e.Message)
+	b = append(b, msg...)
+	if len(e.Data) > 0 {
+		b = append(b, `,"data":`...)
+		b = append(b, e.Data...)
+	}
+	return append(b, "}}"...)
+}
+
+// AppendNotification appends a notification; params may be nil.
+func AppendNotification(b []byte, method string, params []byte) []byte {
+	b = append(b, `{"jsonrpc":"2.0","method":`...)
+	m, _ := json.Marshal(method)
+	b = append(b, m...)
+	if len(params) > 0 {
+		b = append(b, `,"params":`...)
+		b = append(b, params...)
+	}
+	return append(b, '}')
+}
+
+// AppendRequest appends a request; params may be nil.
+func AppendRequest(b []byte, id ID, method string, params []byte) []byte {
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = id.AppendJSON(b)
+	b = append(b, `,"method":`...)
+	m, _ := json.Marshal(method)
+	b = append(b, m...)
+	if len(params) > 0 {
+		b = append(b, `,"params":`...)
+		b = append(b, params...)
+	}
+	return append(b, '}')
+}
+
+// EncodeResponse marshals result and wraps it in a response envelope.
+func EncodeResponse(id ID, result any) ([]byte, error) {
+	raw, err := json.Marshal(result)
+	if err != nil {
+		return nil, err
+	}
+	return AppendResponse(nil, id, raw), nil
+}
+
+// EncodeNotification marshals params and wraps them in a notification.
+func EncodeNotification(method string, params any) ([]byte, error) {
+	var raw []byte
+	if params != nil {
+		var err error
+		if raw, err = json.Marshal(params); err != nil {
+			return nil, err
+		}
+	}
+	return AppendNotification(nil, method, raw), nil
+}

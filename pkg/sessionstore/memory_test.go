@@ -1,0 +1,109 @@
+package sessionstore
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+func newMemoryForTest(t *testing.T, opts Options) *Memory {
+	t.Helper()
+	m, err := NewMemory(&opts)
+	if err != nil {
+		t.Fatalf("NewMemory: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := m.Close(context.Background()); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return m
+}
+
+func TestMemory(t *testing.T) {
+	runStoreSuite(t, func(t *testing.T, opts Options) Store {
+		return newMemoryForTest(t, opts)
+	})
+}
+
+func TestNewMemoryOptions(t *testing.T) {
+	tests := []struct {
+		name      string
+		opts      *Options
+		wantErr   bool
+		wantTTL   time.Duration
+		wantMaxEv int
+	}{
+		{name: "nil", opts: nil, wantTTL: DefaultTTL, wantMaxEv: DefaultMaxEvents},
+		{name: "zero", opts: &Options{}, wantTTL: DefaultTTL, wantMaxEv: DefaultMaxEvents},
+		{name: "set", opts: &Options{TTL: time.Second, MaxEvents: 7}, wantTTL: time.Second, wantMaxEv: 7},
+		{name: "negative TTL", opts: &Options{TTL: -1}, wantErr: true},
+		{name: "negative MaxEvents", opts: &Options{MaxEvents: -1}, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := NewMemory(tt.opts)
+			if tt.wantErr {
+				if !errors.Is(err, ErrInvalidConfig) {
+					t.Fatalf("NewMemory error = %v, want ErrInvalidConfig", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("NewMemory: %v", err)
+			}
+			t.Cleanup(func() { _ = m.Close(context.Background()) })
+			if m.ttl != tt.wantTTL || m.maxEvents != tt.wantMaxEv {
+				t.Errorf("got TTL %v, MaxEvents %d; want %v, %d", m.ttl, m.maxEvents, tt.wantTTL, tt.wantMaxEv)
+			}
+		})
+	}
+}
+
+// TestMemoryJanitor checks that expired sessions are evicted without being
+// accessed, with their subscriptions and logs.
+func TestMemoryJanitor(t *testing.T) {
+	t.Parallel()
+	m := newMemoryForTest(t, Options{TTL: 20 * time.Millisecond})
+	for range 10 {
+		s := &Session{ID: NewID()}
+		mustCreate(t, m, s)
+		if err := m.Subscribe(t.Context(), s.ID, "file:///a"); err != nil {
+			t.Fatal(err)
+		}
+		mustAppend(t, m, s.ID, "s", "{}")
+	}
+	eventually(t, 5*time.Second, "janitor empties the store", func() error {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if n := len(m.sessions); n > 0 {
+			return errors.New("sessions left")
+		}
+		return nil
+	})
+}
+
+func TestMemoryCloseStopsJanitor(t *testing.T) {
+	t.Parallel()
+	m, err := NewMemory(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(t.Context()); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	select {
+	case <-m.janitorDone:
+	default:
+		t.Fatal("janitor still running after Close returned")
+	}
+	// Once closed, Close succeeds even with a done context.
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	for range 10 {
+		if err := m.Close(ctx); err != nil {
+			t.Fatalf("Close after Close: %v", err)
+		}
+	}
+}

@@ -1,0 +1,577 @@
+package sessionstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mcpfleet/mcpfleet/pkg/protocol"
+)
+
+// Redis is a [Store] in Redis, shared by every frontend of a cluster.
+//
+// # Key layout
+//
+// Every key of a session carries the session id as a hash tag, so the
+// session lives on one Redis Cluster slot and each operation is one atomic
+// Lua script. With P the key prefix and S the session id:
+//
+//	P:{S}:rec            HASH   the record, one field per Session member:
+//	                            id, protocolVersion, logLevel, principal;
+//	                            clientInfo and clientCapabilities as JSON;
+//	                            initialized and clientInitialized as "1"/"0";
+//	                            createdAt and lastSeen as unix milliseconds
+//	P:{S}:subs           SET    subscribed resource URIs
+//	P:{S}:streams        HASH   stream name -> index of its newest event;
+//	                            the index counter, and the list of the
+//	                            session's event-log keys (no SCAN needed)
+//	P:{S}:ev:<stream>    LIST   the stream's last MaxEvents event payloads,
+//	                            oldest first; as indices are gapless, the
+//	                            i-th of n entries has index newest-n+1+i
+//
+// rec, subs and streams all get the same expiry, which every call that
+// extends the TTL slides together; an event log gets it on each append, so
+// it never outlives the session but may expire earlier when the session
+// is kept alive without appends. The counter in streams survives the log,
+// so indices never restart within a session and EventsAfter can tell a
+// lost log (ErrEventsPurged) from an empty one.
+//
+// The scripts touch event-log keys they derive from the prefix rather than
+// receive in KEYS; that is sound because those keys share the session's
+// hash tag, hence its slot.
+type Redis struct {
+	client    redis.UniversalClient
+	owned     bool // Close closes client
+	prefix    string
+	ttlMS     int64
+	trimFrom  int64 // -MaxEvents: the LTRIM start that keeps MaxEvents
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var (
+	_ Store  = (*Redis)(nil)
+	_ Pinger = (*Redis)(nil)
+)
+
+// DefaultKeyPrefix is the key prefix when RedisOptions.KeyPrefix is empty.
+const DefaultKeyPrefix = "mcp"
+
+// RedisOptions configure a [Redis] store. The zero value is valid.
+type RedisOptions struct {
+	Options
+	// KeyPrefix starts every key of the store, so several deployments (or
+	// tests) can share a database. Empty means DefaultKeyPrefix. It must
+	// not contain '{' or '}', which would displace the session hash tag.
+	KeyPrefix string
+}
+
+// Record field names in the P:{S}:rec hash.
+const (
+	fieldID                 = "id"
+	fieldProtocolVersion    = "protocolVersion"
+	fieldClientInfo         = "clientInfo"
+	fieldClientCapabilities = "clientCapabilities"
+	fieldLogLevel           = "logLevel"
+	fieldInitialized        = "initialized"
+	fieldClientInitialized  = "clientInitialized"
+	fieldPrincipal          = "principal"
+	fieldCreatedAt          = "createdAt"
+	fieldLastSeen           = "lastSeen"
+)
+
+// The scripts share one calling convention: KEYS[1] rec, KEYS[2] subs,
+// KEYS[3] streams, and for the event scripts KEYS[4] the stream's log.
+// luaTouch slides the session's expiry; PEXPIRE on a missing key is a no-op.
+const luaTouch = `
+local function touch(ttl)
+  for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ttl) end
+end
+`
+
+// luaDropLogs deletes every event log listed in streams; ARGV[1] is the
+// event-log key prefix.
+const luaDropLogs = `
+local function droplogs()
+  for _, s in ipairs(redis.call('HKEYS', KEYS[3])) do
+    redis.call('DEL', ARGV[1] .. s)
+  end
+  redis.call('DEL', KEYS[2], KEYS[3])
+end
+`
+
+var (
+	// ARGV: logprefix, ttl, field, value, ... -> 1 created, 0 exists.
+	// Leftovers of an earlier session with this id are wiped first.
+	scriptCreate = redis.NewScript(luaDropLogs + `
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+droplogs()
+redis.call('HSET', KEYS[1], unpack(ARGV, 3))
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+`)
+
+	// ARGV: ttl, now -> the record's HGETALL, or nil if there is none.
+	scriptGet = redis.NewScript(luaTouch + `
+local rec = redis.call('HGETALL', KEYS[1])
+if #rec == 0 then return false end
+redis.call('HSET', KEYS[1], 'lastSeen', ARGV[2])
+touch(ARGV[1])
+return rec
+`)
+
+	// ARGV: ttl, field, value, ... (always lastSeen) -> 1, or 0 if absent.
+	scriptUpdate = redis.NewScript(luaTouch + `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+touch(ARGV[1])
+return 1
+`)
+
+	// ARGV: logprefix -> 1 deleted, 0 if there was no record.
+	scriptDelete = redis.NewScript(luaDropLogs + `
+local n = redis.call('DEL', KEYS[1])
+droplogs()
+return n
+`)
+
+	// ARGV: ttl, now, op ('SADD' or 'SREM'), uri -> 1, or 0 if absent.
+	scriptSubscribe = redis.NewScript(luaTouch + `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call(ARGV[3], KEYS[2], ARGV[4])
+redis.call('HSET', KEYS[1], 'lastSeen', ARGV[2])
+touch(ARGV[1])
+return 1
+`)
+
+	// no ARGV -> the members of subs, or nil if there is no record.
+	scriptSubscriptions = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+return redis.call('SMEMBERS', KEYS[2])
+`)
+
+	// ARGV: ttl, now, stream, data, -MaxEvents -> index, or 0 if absent.
+	scriptAppend = redis.NewScript(luaTouch + `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local idx = redis.call('HINCRBY', KEYS[3], ARGV[3], 1)
+redis.call('RPUSH', KEYS[4], ARGV[4])
+redis.call('LTRIM', KEYS[4], ARGV[5], -1)
+redis.call('HSET', KEYS[1], 'lastSeen', ARGV[2])
+touch(ARGV[1])
+redis.call('PEXPIRE', KEYS[4], ARGV[1])
+return idx
+`)
+
+	// ARGV: stream, after -> nil if there is no record; -1 if purged;
+	// {} if nothing is newer; else {first index, data, data, ...}.
+	// The rules are those of eventWindow.
+	scriptEventsAfter = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+local newest = tonumber(redis.call('HGET', KEYS[3], ARGV[1]) or '0')
+local after = tonumber(ARGV[2])
+if newest == 0 and after > 0 then return -1 end
+if after >= newest then return {} end
+local oldest = newest - redis.call('LLEN', KEYS[4]) + 1
+if after + 1 < oldest then return -1 end
+local evs = redis.call('LRANGE', KEYS[4], after + 1 - oldest, -1)
+table.insert(evs, 1, after + 1)
+return evs
+`)
+)
+
+// NewRedis returns a store on client, which the caller keeps owning:
+// Close does not close it. Invalid options give an error wrapping
+// ErrInvalidConfig. NewRedis does no I/O; use Ping to check the server.
+// For a context's deadline to bound each call, as [Store] promises, the
+// client needs ContextTimeoutEnabled set in its options.
+func NewRedis(client redis.UniversalClient, opts *RedisOptions) (*Redis, error) {
+	if client == nil {
+		return nil, fmt.Errorf("sessionstore: new redis store: %w: nil client", ErrInvalidConfig)
+	}
+	var ro RedisOptions
+	if opts != nil {
+		ro = *opts
+	}
+	o, err := resolve(&ro.Options)
+	if err != nil {
+		return nil, fmt.Errorf("sessionstore: new redis store: %w", err)
+	}
+	if ro.KeyPrefix == "" {
+		ro.KeyPrefix = DefaultKeyPrefix
+	}
+	if strings.ContainsAny(ro.KeyPrefix, "{}") {
+		return nil, fmt.Errorf("sessionstore: new redis store: %w: key prefix %q contains a brace", ErrInvalidConfig, ro.KeyPrefix)
+	}
+	return &Redis{
+		client:   client,
+		prefix:   ro.KeyPrefix,
+		ttlMS:    max(o.TTL.Milliseconds(), 1), // PEXPIRE 0 would delete
+		trimFrom: -int64(o.MaxEvents),
+	}, nil
+}
+
+// OpenRedis connects to the server at rawURL (redis://[user:pass@]host:port/db
+// or rediss:// for TLS, as parsed by redis.ParseURL), checks that it
+// answers PING within ctx, and returns a store that owns the connection:
+// Close closes it. For Sentinel or Cluster, build a redis.UniversalClient
+// and use [NewRedis]. A malformed URL or invalid options give an error
+// wrapping ErrInvalidConfig; an unreachable server an error naming its
+// address (never the URL, which may hold a password).
+func OpenRedis(ctx context.Context, rawURL string, opts *RedisOptions) (*Redis, error) {
+	copts, err := redis.ParseURL(rawURL)
+	if err != nil {
+		// A *url.Error quotes the whole URL, password included.
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("sessionstore: open redis: %w: bad URL: %w", ErrInvalidConfig, err)
+	}
+	// Let ctx bound every call, as the Store contract promises, rather
+	// than only the client's own read and write timeouts.
+	copts.ContextTimeoutEnabled = true
+	client := redis.NewClient(copts)
+	r, err := NewRedis(client, opts)
+	if err != nil {
+		_ = client.Close()
+		return nil, err
+	}
+	// The client retries dialling until ctx is done and then reports only
+	// ctx's error; keep the dial error, which says what is wrong.
+	dials := &dialErrors{}
+	client.AddHook(dials)
+	if err := client.Ping(ctx).Err(); err != nil {
+		_ = client.Close()
+		if last := dials.last.Load(); last != nil && !errors.Is(err, *last) {
+			err = fmt.Errorf("%w (last dial error: %w)", err, *last)
+		}
+		return nil, fmt.Errorf("sessionstore: open redis: server %s unreachable: %w", copts.Addr, err)
+	}
+	r.owned = true
+	return r, nil
+}
+
+// dialErrors is a client hook that remembers the last dial error.
+type dialErrors struct{ last atomic.Pointer[error] }
+
+func (d *dialErrors) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := next(ctx, network, addr)
+		if err != nil {
+			d.last.Store(&err)
+		}
+		return conn, err
+	}
+}
+
+func (d *dialErrors) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (d *dialErrors) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// keys returns the rec, subs and streams keys of session id, and the
+// prefix of its event-log keys.
+func (r *Redis) keys(id string) (keys []string, logPrefix string) {
+	base := r.prefix + ":{" + id + "}:"
+	return []string{base + "rec", base + "subs", base + "streams"}, base + "ev:"
+}
+
+// run runs script for session id; it is the one place that reaches Redis
+// for a session.
+func (r *Redis) run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	return script.Run(ctx, r.client, keys, args...)
+}
+
+// Create implements [Store.Create].
+func (r *Redis) Create(ctx context.Context, s *Session) error {
+	if err := checkNew(s); err != nil {
+		return err
+	}
+	info, caps, err := encodeJSONMembers(s)
+	if err != nil {
+		return fmt.Errorf("sessionstore: create %q: %w", shortID(s.ID), err)
+	}
+	keys, logPrefix := r.keys(s.ID)
+	now := nowMilli()
+	ms := now.UnixMilli()
+	created, err := r.run(ctx, scriptCreate, keys,
+		logPrefix, r.ttlMS,
+		fieldID, s.ID,
+		fieldProtocolVersion, s.ProtocolVersion,
+		fieldClientInfo, info,
+		fieldClientCapabilities, caps,
+		fieldLogLevel, string(s.LogLevel),
+		fieldInitialized, flag(s.Initialized),
+		fieldClientInitialized, flag(s.ClientInitialized),
+		fieldPrincipal, s.Principal,
+		fieldCreatedAt, ms,
+		fieldLastSeen, ms,
+	).Int64()
+	switch {
+	case err != nil:
+		return fmt.Errorf("sessionstore: create %q: %w", shortID(s.ID), err)
+	case created == 0:
+		return fmt.Errorf("sessionstore: create %q: %w", shortID(s.ID), ErrExists)
+	}
+	s.CreatedAt, s.LastSeen = now, now
+	return nil
+}
+
+// Get implements [Store.Get] in one round trip.
+func (r *Redis) Get(ctx context.Context, id string) (*Session, error) {
+	if !ValidID(id) {
+		return nil, fmt.Errorf("sessionstore: get %q: %w", shortID(id), ErrNotFound)
+	}
+	keys, _ := r.keys(id)
+	now := nowMilli()
+	fields, err := r.run(ctx, scriptGet, keys, r.ttlMS, now.UnixMilli()).StringSlice()
+	if errors.Is(err, redis.Nil) {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sessionstore: get %q: %w", shortID(id), err)
+	}
+	s, err := decodeRecord(fields)
+	if err != nil {
+		return nil, fmt.Errorf("sessionstore: get %q: %w", shortID(id), err)
+	}
+	s.LastSeen = now
+	return s, nil
+}
+
+// decodeRecord builds a session from the HGETALL reply of a record.
+func decodeRecord(kv []string) (*Session, error) {
+	if len(kv)%2 != 0 {
+		return nil, fmt.Errorf("malformed record: %d values", len(kv))
+	}
+	var (
+		s          Session
+		info, caps []byte
+		err        error
+	)
+	for i := 0; i < len(kv) && err == nil; i += 2 {
+		v := kv[i+1]
+		switch kv[i] {
+		case fieldID:
+			s.ID = v
+		case fieldProtocolVersion:
+			s.ProtocolVersion = v
+		case fieldClientInfo:
+			info = []byte(v)
+		case fieldClientCapabilities:
+			caps = []byte(v)
+		case fieldLogLevel:
+			s.LogLevel = protocol.LoggingLevel(v)
+		case fieldInitialized:
+			s.Initialized = v == "1"
+		case fieldClientInitialized:
+			s.ClientInitialized = v == "1"
+		case fieldPrincipal:
+			s.Principal = v
+		case fieldCreatedAt:
+			s.CreatedAt, err = parseMilli(v)
+		case fieldLastSeen:
+			s.LastSeen, err = parseMilli(v)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("malformed record: %w", err)
+	}
+	if info == nil || caps == nil {
+		return nil, fmt.Errorf("malformed record: client info or capabilities missing")
+	}
+	if err := decodeJSONMembers(&s, info, caps); err != nil {
+		return nil, fmt.Errorf("malformed record: %w", err)
+	}
+	return &s, nil
+}
+
+// Update implements [Store.Update].
+func (r *Redis) Update(ctx context.Context, id string, p Patch) error {
+	args := []any{r.ttlMS, fieldLastSeen, nowMilli().UnixMilli()}
+	if p.LogLevel != nil {
+		args = append(args, fieldLogLevel, string(*p.LogLevel))
+	}
+	if p.ClientInitialized != nil {
+		args = append(args, fieldClientInitialized, flag(*p.ClientInitialized))
+	}
+	return r.runLive(ctx, "update", id, scriptUpdate, args...)
+}
+
+// Delete implements [Store.Delete].
+func (r *Redis) Delete(ctx context.Context, id string) error {
+	if !ValidID(id) {
+		return fmt.Errorf("sessionstore: delete %q: %w", shortID(id), ErrNotFound)
+	}
+	keys, logPrefix := r.keys(id)
+	n, err := r.run(ctx, scriptDelete, keys, logPrefix).Int64()
+	if err == nil && n == 0 {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("sessionstore: delete %q: %w", shortID(id), err)
+	}
+	return nil
+}
+
+// Subscribe implements [Store.Subscribe].
+func (r *Redis) Subscribe(ctx context.Context, id, uri string) error {
+	return r.runLive(ctx, "subscribe", id, scriptSubscribe, r.ttlMS, nowMilli().UnixMilli(), "SADD", uri)
+}
+
+// Unsubscribe implements [Store.Unsubscribe].
+func (r *Redis) Unsubscribe(ctx context.Context, id, uri string) error {
+	return r.runLive(ctx, "unsubscribe", id, scriptSubscribe, r.ttlMS, nowMilli().UnixMilli(), "SREM", uri)
+}
+
+// runLive runs a script on session id that returns 0 when the session is
+// not live and 1 otherwise.
+func (r *Redis) runLive(ctx context.Context, op, id string, script *redis.Script, args ...any) error {
+	if !ValidID(id) {
+		return fmt.Errorf("sessionstore: %s %q: %w", op, shortID(id), ErrNotFound)
+	}
+	keys, _ := r.keys(id)
+	n, err := r.run(ctx, script, keys, args...).Int64()
+	if err == nil && n == 0 {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("sessionstore: %s %q: %w", op, shortID(id), err)
+	}
+	return nil
+}
+
+// Subscriptions implements [Store.Subscriptions].
+func (r *Redis) Subscriptions(ctx context.Context, id string) ([]string, error) {
+	if !ValidID(id) {
+		return nil, fmt.Errorf("sessionstore: subscriptions %q: %w", shortID(id), ErrNotFound)
+	}
+	keys, _ := r.keys(id)
+	uris, err := r.run(ctx, scriptSubscriptions, keys).StringSlice()
+	if errors.Is(err, redis.Nil) {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sessionstore: subscriptions %q: %w", shortID(id), err)
+	}
+	if uris == nil {
+		uris = []string{}
+	}
+	slices.Sort(uris)
+	return uris, nil
+}
+
+// AppendEvent implements [Store.AppendEvent].
+func (r *Redis) AppendEvent(ctx context.Context, id, stream string, data []byte) (uint64, error) {
+	if !ValidID(id) {
+		return 0, fmt.Errorf("sessionstore: append event %q: %w", shortID(id), ErrNotFound)
+	}
+	keys, logPrefix := r.keys(id)
+	keys = append(keys, logPrefix+stream)
+	if data == nil {
+		data = []byte{}
+	}
+	idx, err := r.run(ctx, scriptAppend, keys,
+		r.ttlMS, nowMilli().UnixMilli(), stream, data, r.trimFrom).Int64()
+	if err == nil && idx <= 0 {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sessionstore: append event %q: %w", shortID(id), err)
+	}
+	return uint64(idx), nil
+}
+
+// EventsAfter implements [Store.EventsAfter].
+func (r *Redis) EventsAfter(ctx context.Context, id, stream string, after uint64) ([]Event, error) {
+	if !ValidID(id) {
+		return nil, fmt.Errorf("sessionstore: events after %d of %q: %w", after, shortID(id), ErrNotFound)
+	}
+	keys, logPrefix := r.keys(id)
+	keys = append(keys, logPrefix+stream)
+	reply, err := r.run(ctx, scriptEventsAfter, keys,
+		stream, strconv.FormatUint(after, 10)).Result()
+	if errors.Is(err, redis.Nil) {
+		err = ErrNotFound
+	}
+	if err == nil {
+		var events []Event
+		if events, err = decodeEvents(reply); err == nil {
+			return events, nil
+		}
+	}
+	return nil, fmt.Errorf("sessionstore: events after %d of %q: %w", after, shortID(id), err)
+}
+
+// decodeEvents interprets the reply of scriptEventsAfter.
+func decodeEvents(reply any) ([]Event, error) {
+	switch v := reply.(type) {
+	case int64:
+		return nil, ErrEventsPurged
+	case []any:
+		if len(v) == 0 {
+			return []Event{}, nil
+		}
+		first, ok := v[0].(int64)
+		if !ok || first < 1 {
+			return nil, fmt.Errorf("malformed event log reply")
+		}
+		events := make([]Event, len(v)-1)
+		for i, d := range v[1:] {
+			s, ok := d.(string)
+			if !ok {
+				return nil, fmt.Errorf("malformed event log reply")
+			}
+			events[i] = Event{Index: uint64(first) + uint64(i), Data: []byte(s)}
+		}
+		return events, nil
+	}
+	return nil, fmt.Errorf("malformed event log reply of type %T", reply)
+}
+
+// Ping implements [Pinger]: it checks that the server answers.
+func (r *Redis) Ping(ctx context.Context) error {
+	if err := r.client.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("sessionstore: ping redis: %w", err)
+	}
+	return nil
+}
+
+// Close closes the client if the store owns it (see [OpenRedis]); a store
+// made by [NewRedis] leaves its client alone. It is idempotent and does
+// not block, so ctx is unused.
+func (r *Redis) Close(context.Context) error {
+	r.closeOnce.Do(func() {
+		if r.owned {
+			if err := r.client.Close(); err != nil {
+				r.closeErr = fmt.Errorf("sessionstore: close redis store: %w", err)
+			}
+		}
+	})
+	return r.closeErr
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+func parseMilli(v string) (time.Time, error) {
+	ms, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.UnixMilli(ms).UTC(), nil
+}

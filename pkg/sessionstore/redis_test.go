@@ -1,0 +1,372 @@
+package sessionstore
+
+import (
+	"context"
+	"errors"
+	"net"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mcpfleet/mcpfleet/internal/testutil"
+)
+
+// openRedisForTest opens a store on url under a prefix of its own and
+// closes it in t.Cleanup.
+func openRedisForTest(t testing.TB, url string, opts Options) *Redis {
+	t.Helper()
+	r, err := OpenRedis(t.Context(), url, &RedisOptions{Options: opts, KeyPrefix: testutil.UniquePrefix(t)})
+	if err != nil {
+		t.Fatalf("OpenRedis: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := r.Close(context.Background()); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return r
+}
+
+// rawClient returns a client of its own on url, for looking at keys.
+func rawClient(t testing.TB, url string) *redis.Client {
+	t.Helper()
+	o, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(o)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func TestRedis(t *testing.T) {
+	url := testutil.StartRedis(t)
+	runStoreSuite(t, func(t *testing.T, opts Options) Store {
+		return openRedisForTest(t, url, opts)
+	})
+}
+
+func TestRedisKeyLayout(t *testing.T) {
+	t.Parallel()
+	url := testutil.StartRedis(t)
+	r := openRedisForTest(t, url, Options{TTL: time.Hour})
+	c := rawClient(t, url)
+	ctx := t.Context()
+
+	s := fullSession()
+	mustCreate(t, r, s)
+	if err := r.Subscribe(ctx, s.ID, "file:///a"); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, r, s.ID, "a", "{}")
+	mustAppend(t, r, s.ID, "b:with:colons", "{}")
+
+	base := r.prefix + ":{" + s.ID + "}:"
+	wantTypes := map[string]string{
+		base + "rec":              "hash",
+		base + "subs":             "set",
+		base + "streams":          "hash",
+		base + "ev:a":             "list",
+		base + "ev:b:with:colons": "list",
+	}
+	keys, err := c.Keys(ctx, r.prefix+":*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(keys)
+	var wantKeys []string
+	for k := range wantTypes {
+		wantKeys = append(wantKeys, k)
+	}
+	slices.Sort(wantKeys)
+	if !slices.Equal(keys, wantKeys) {
+		t.Fatalf("keys = %q, want %q", keys, wantKeys)
+	}
+	for k, typ := range wantTypes {
+		if got := c.Type(ctx, k).Val(); got != typ {
+			t.Errorf("TYPE %s = %s, want %s", k, got, typ)
+		}
+		if ttl := c.PTTL(ctx, k).Val(); ttl <= 0 || ttl > time.Hour {
+			t.Errorf("PTTL %s = %v, want in (0, 1h]", k, ttl)
+		}
+	}
+	fields, err := c.HKeys(ctx, base+"rec").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(fields)
+	wantFields := []string{"clientCapabilities", "clientInfo", "clientInitialized", "createdAt", "id",
+		"initialized", "lastSeen", "logLevel", "principal", "protocolVersion"}
+	if !slices.Equal(fields, wantFields) {
+		t.Errorf("record fields = %q, want %q", fields, wantFields)
+	}
+	if got := c.HGetAll(ctx, base+"streams").Val(); got["a"] != "1" || got["b:with:colons"] != "1" {
+		t.Errorf("streams hash = %v, want a and b:with:colons at 1", got)
+	}
+
+	if err := r.Delete(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	if keys := c.Keys(ctx, r.prefix+":*").Val(); len(keys) != 0 {
+		t.Errorf("keys left after Delete: %q", keys)
+	}
+}
+
+// TestRedisGetOneRoundTrip checks that Get, the hot path of every legacy
+// request, is a single command (EVALSHA) once the script is cached.
+func TestRedisGetOneRoundTrip(t *testing.T) {
+	t.Parallel()
+	url := testutil.StartRedis(t)
+	c := rawClient(t, url)
+	var calls atomic.Int64
+	c.AddHook(countHook{&calls})
+	r, err := NewRedis(c, &RedisOptions{KeyPrefix: testutil.UniquePrefix(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Session{ID: NewID()}
+	mustCreate(t, r, s)
+	if _, err := r.Get(t.Context(), s.ID); err != nil { // loads the script
+		t.Fatal(err)
+	}
+	for _, id := range []string{s.ID, NewID()} {
+		calls.Store(0)
+		_, _ = r.Get(t.Context(), id)
+		if n := calls.Load(); n != 1 {
+			t.Errorf("Get made %d round trips, want 1", n)
+		}
+	}
+}
+
+// countHook counts the commands and pipelines a client sends.
+type countHook struct{ n *atomic.Int64 }
+
+func (h countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// TestRedisLogOutlivedBySession checks the documented case of a log that
+// expires while other calls keep its session alive: the index counter
+// survives, so indices never restart and the lost events are reported as
+// purged, never silently skipped.
+func TestRedisLogOutlivedBySession(t *testing.T) {
+	t.Parallel()
+	url := testutil.StartRedis(t)
+	r := openRedisForTest(t, url, Options{TTL: suiteTTL})
+	c := rawClient(t, url)
+	s := &Session{ID: NewID()}
+	mustCreate(t, r, s)
+	appendN(t, r, s.ID, "s", 1, 2)
+
+	logKey := r.prefix + ":{" + s.ID + "}:ev:s"
+	eventually(t, 5*time.Second, "log expires", func() error {
+		if _, err := r.Get(t.Context(), s.ID); err != nil {
+			return err
+		}
+		if c.Exists(t.Context(), logKey).Val() != 0 {
+			return errors.New("log still there")
+		}
+		return nil
+	})
+	checkEventsAfter(t, r, s.ID, []eventsCase{
+		{stream: "s", after: 0, wantPurged: true},
+		{stream: "s", after: 1, wantPurged: true},
+		{stream: "s", after: 2, want: []Event{}},
+	})
+	appendN(t, r, s.ID, "s", 3, 1)
+	checkEventsAfter(t, r, s.ID, []eventsCase{
+		{stream: "s", after: 1, wantPurged: true},
+		{stream: "s", after: 2, want: events(3, 3)},
+	})
+}
+
+// TestRedisCreateWipesLeftovers checks that keys left by an earlier
+// session with the same id (say, after an eviction of the record alone)
+// are not inherited.
+func TestRedisCreateWipesLeftovers(t *testing.T) {
+	t.Parallel()
+	url := testutil.StartRedis(t)
+	r := openRedisForTest(t, url, Options{})
+	c := rawClient(t, url)
+	ctx := t.Context()
+	id := NewID()
+	base := r.prefix + ":{" + id + "}:"
+	c.SAdd(ctx, base+"subs", "file:///stale")
+	c.HSet(ctx, base+"streams", "s", 7)
+	c.RPush(ctx, base+"ev:s", "stale")
+	checkFreshSession(t, r, id)
+	if n := c.Exists(ctx, base+"ev:s").Val(); n != 1 || c.LLen(ctx, base+"ev:s").Val() != 1 {
+		t.Errorf("stale log not replaced")
+	}
+}
+
+func TestRedisBorrowedClientStaysOpen(t *testing.T) {
+	t.Parallel()
+	url := testutil.StartRedis(t)
+	c := rawClient(t, url)
+	r, err := NewRedis(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.prefix != DefaultKeyPrefix {
+		t.Errorf("prefix = %q, want %q", r.prefix, DefaultKeyPrefix)
+	}
+	for range 2 {
+		if err := r.Close(t.Context()); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	}
+	if err := c.Ping(t.Context()).Err(); err != nil {
+		t.Errorf("client closed by a store that does not own it: %v", err)
+	}
+}
+
+func TestRedisOwnedClientClosed(t *testing.T) {
+	t.Parallel()
+	url := testutil.StartRedis(t)
+	r, err := OpenRedis(t.Context(), url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := r.Close(t.Context()); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	}
+	if err := r.Ping(t.Context()); err == nil {
+		t.Error("Ping after Close succeeded: the owned client is still open")
+	}
+}
+
+func TestNewRedisOptions(t *testing.T) {
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
+	t.Cleanup(func() { _ = client.Close() })
+	tests := []struct {
+		name   string
+		client redis.UniversalClient
+		opts   *RedisOptions
+	}{
+		{"nil client", nil, nil},
+		{"negative TTL", client, &RedisOptions{Options: Options{TTL: -time.Second}}},
+		{"negative MaxEvents", client, &RedisOptions{Options: Options{MaxEvents: -5}}},
+		{"brace in prefix", client, &RedisOptions{KeyPrefix: "a{b"}},
+		{"closing brace in prefix", client, &RedisOptions{KeyPrefix: "a}b"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := NewRedis(tt.client, tt.opts); !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("NewRedis error = %v, want ErrInvalidConfig", err)
+			}
+		})
+	}
+	r, err := NewRedis(client, &RedisOptions{Options: Options{TTL: time.Microsecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ttlMS != 1 {
+		t.Errorf("sub-millisecond TTL gives %dms, want 1ms (0 would delete keys)", r.ttlMS)
+	}
+}
+
+func TestOpenRedisInvalid(t *testing.T) {
+	tests := []struct {
+		name string
+		url  string
+		opts *RedisOptions
+	}{
+		{"wrong scheme", "http://127.0.0.1:6379", nil},
+		{"malformed with password", "redis://user:s3cr3t@[::1", nil},
+		{"bad database", "redis://127.0.0.1:6379/notanumber", nil},
+		{"negative TTL", "redis://127.0.0.1:1/0", &RedisOptions{Options: Options{TTL: -1}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := OpenRedis(t.Context(), tt.url, tt.opts)
+			if !errors.Is(err, ErrInvalidConfig) {
+				if r != nil {
+					_ = r.Close(context.Background())
+				}
+				t.Fatalf("OpenRedis error = %v, want ErrInvalidConfig", err)
+			}
+			if strings.Contains(err.Error(), "s3cr3t") {
+				t.Errorf("error %q reveals the password", err)
+			}
+		})
+	}
+}
+
+// TestOpenRedisUnreachable checks that a dead or silent server gives a
+// clear error within the context's deadline rather than a hang.
+func TestOpenRedisUnreachable(t *testing.T) {
+	t.Parallel()
+	// A port nobody listens on.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedAddr := l.Addr().String()
+	_ = l.Close()
+
+	// A server that accepts connections and never answers.
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = silent.Close() })
+	go func() {
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				_ = c.Close()
+			}
+		}()
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+
+	for _, addr := range []string{closedAddr, silent.Addr().String()} {
+		t.Run(addr, func(t *testing.T) {
+			const bound = 500 * time.Millisecond
+			ctx, cancel := context.WithTimeout(t.Context(), bound)
+			defer cancel()
+			start := time.Now()
+			r, err := OpenRedis(ctx, "redis://:s3cr3t@"+addr+"/0", nil)
+			elapsed := time.Since(start)
+			if err == nil {
+				_ = r.Close(context.Background())
+				t.Fatal("OpenRedis succeeded on a dead server")
+			}
+			if elapsed > bound+2*time.Second {
+				t.Errorf("OpenRedis took %v with a %v context", elapsed, bound)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, "unreachable") || !strings.Contains(msg, addr) {
+				t.Errorf("error %q does not say which server is unreachable", msg)
+			}
+			if strings.Contains(msg, "s3cr3t") {
+				t.Errorf("error %q reveals the password", msg)
+			}
+		})
+	}
+}

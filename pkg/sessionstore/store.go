@@ -1,0 +1,163 @@
+// Package sessionstore keeps what must outlive one frontend process for
+// legacy (2025-11-25) sessions: the session record (with its initialized
+// flag), the session's resource subscriptions, and the bounded per-stream
+// event logs used for SSE resumption.
+//
+// Two implementations exist: [Memory] (the all-in-one default; one process)
+// and [Redis] (shared by every frontend of a cluster). Both pass the same test
+// suite and honour the same contract, stated on [Store].
+package sessionstore
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/pkg/protocol"
+)
+
+// Errors callers branch on.
+var (
+	// ErrNotFound means the session does not exist or has expired.
+	ErrNotFound = errors.New("sessionstore: session not found")
+	// ErrExists means Create was given an id that is already in use.
+	ErrExists = errors.New("sessionstore: session already exists")
+	// ErrEventsPurged means the events after the given index are no longer
+	// all in the log (the log was trimmed or expired): the caller must not
+	// replay a partial history.
+	ErrEventsPurged = errors.New("sessionstore: events purged")
+	// ErrInvalidConfig means a constructor was given options it cannot
+	// honour (a negative TTL, a malformed Redis URL, ...).
+	ErrInvalidConfig = errors.New("sessionstore: invalid config")
+)
+
+// DefaultTTL is the idle lifetime of a session when Options.TTL is zero.
+const DefaultTTL = 30 * time.Minute
+
+// DefaultMaxEvents is the per-stream event log length when
+// Options.MaxEvents is zero.
+const DefaultMaxEvents = 1000
+
+// Options configure a store. The zero value is valid.
+type Options struct {
+	// TTL is the sliding idle lifetime of a session: every Get, Update,
+	// Subscribe, Unsubscribe and AppendEvent pushes expiry TTL into the
+	// future. Zero means DefaultTTL; negative is invalid.
+	TTL time.Duration
+	// MaxEvents caps each stream's event log; older events are dropped.
+	// Zero means DefaultMaxEvents; negative is invalid.
+	MaxEvents int
+}
+
+// Session is a legacy session record.
+type Session struct {
+	// ID is the Mcp-Session-Id: CSPRNG, visible ASCII (see NewID).
+	ID string
+	// ProtocolVersion is the negotiated version.
+	ProtocolVersion string
+	// ClientInfo and ClientCapabilities are what initialize declared.
+	ClientInfo         protocol.Implementation
+	ClientCapabilities protocol.ClientCapabilities
+	// LogLevel is the threshold set by logging/setLevel; "" means the client
+	// never set one (no log messages are sent).
+	LogLevel protocol.LoggingLevel
+	// Initialized is true once the server's InitializeResult succeeded; a
+	// record is only ever stored after that success, so stored records are
+	// initialized.
+	Initialized bool
+	// ClientInitialized is true once notifications/initialized arrived.
+	ClientInitialized bool
+	// Principal is the authenticated subject that owns the session ("" when
+	// authentication is off).
+	Principal string
+	// CreatedAt is when the record was created; LastSeen when it was last
+	// read or written (UTC, millisecond precision).
+	CreatedAt time.Time
+	LastSeen  time.Time
+}
+
+// Patch changes some fields of a session; nil fields are left alone.
+type Patch struct {
+	LogLevel          *protocol.LoggingLevel
+	ClientInitialized *bool
+}
+
+// Event is one entry of a stream's event log.
+type Event struct {
+	// Index is the position in the stream, from 1, strictly increasing.
+	Index uint64
+	// Data is the JSON-RPC message as written on the stream.
+	Data []byte
+}
+
+// Store holds sessions. All methods are safe for concurrent use, take a
+// context that bounds the call, and fail with a wrapped error when the
+// backend is unreachable or the context is done. Errors wrap the sentinels
+// above, so callers branch with errors.Is; they name a session by the first
+// 8 bytes of its id only, so they are safe to log.
+//
+// An id that fails [ValidID] can never name a live session: every method
+// but Create reports ErrNotFound for it.
+type Store interface {
+	// Create stores a new session. It fails with ErrExists if the id is in
+	// use, and with a plain error if s is nil, s.ID fails [ValidID] or the
+	// client info or capabilities do not encode as JSON. CreatedAt and
+	// LastSeen are set by the store (also in *s on success). The session
+	// starts with no subscriptions and no event logs, even if the id was
+	// used before.
+	Create(ctx context.Context, s *Session) error
+	// Get returns a copy of the session (the caller may modify it freely)
+	// and extends its idle TTL; LastSeen in the copy is the time of this
+	// call. It fails with ErrNotFound when the session is unknown or
+	// expired; an expired record is evicted.
+	Get(ctx context.Context, id string) (*Session, error)
+	// Update applies p to a live session and extends its TTL. It never
+	// recreates a deleted or expired session: ErrNotFound then.
+	Update(ctx context.Context, id string, p Patch) error
+	// Delete removes the session with its subscriptions and event logs.
+	// It fails with ErrNotFound if there was nothing to delete.
+	Delete(ctx context.Context, id string) error
+
+	// Subscribe adds uri to the session's resource subscriptions
+	// (idempotent). ErrNotFound if the session is not live.
+	Subscribe(ctx context.Context, id, uri string) error
+	// Unsubscribe removes uri (idempotent). ErrNotFound if the session is
+	// not live.
+	Unsubscribe(ctx context.Context, id, uri string) error
+	// Subscriptions returns the session's subscribed URIs, sorted.
+	// ErrNotFound if the session is not live.
+	Subscriptions(ctx context.Context, id string) ([]string, error)
+
+	// AppendEvent appends a copy of data to the log of (session, stream),
+	// extends the session's TTL and returns the event's index: 1 for the
+	// first event of a stream, then strictly increasing without gaps for
+	// as long as the session lives (concurrent appends get distinct
+	// indices). The log keeps the last MaxEvents events and never outlives
+	// the session. ErrNotFound if the session is not live: a log is never
+	// created for a dead session.
+	AppendEvent(ctx context.Context, id, stream string, data []byte) (uint64, error)
+	// EventsAfter returns every event of (session, stream) with an index
+	// greater than after, in order, never a partial result. It does not
+	// extend the TTL. Precisely, with newest the index of the stream's last
+	// appended event (0 if none) and oldest the index of its oldest kept
+	// event:
+	//   - after >= newest > 0, or after == newest == 0: an empty slice
+	//     (nothing newer; a client ahead of the store is told so, not
+	//     failed);
+	//   - newest == 0 < after: ErrEventsPurged (the client saw events the
+	//     store no longer knows about);
+	//   - after+1 < oldest, including a log that is gone entirely:
+	//     ErrEventsPurged;
+	//   - otherwise: the events after+1 .. newest.
+	//
+	// ErrNotFound if the session is not live. A backend may drop the log
+	// of a stream that has had no append for TTL while the session is kept
+	// alive by other calls; EventsAfter then reports ErrEventsPurged to
+	// anyone who has not seen its newest event, never a silent gap.
+	EventsAfter(ctx context.Context, id, stream string, after uint64) ([]Event, error)
+
+	// Close releases the store's resources (background goroutines,
+	// connections it owns), waiting for them at most until ctx is done. It
+	// is idempotent. The store must not be used after Close.
+	Close(ctx context.Context) error
+}

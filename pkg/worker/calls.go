@@ -1,0 +1,106 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/pkg/bus"
+	"github.com/mcpfleet/mcpfleet/pkg/protocol"
+	"github.com/nats-io/nats.go"
+)
+
+// call is a server-to-client request waiting for the client's answer.
+type call struct {
+	session string
+	answer  chan *protocol.Message // buffered 1
+}
+
+// ErrCallTimeout is returned when the client does not answer a
+// server-to-client request within Options.CallTimeout.
+var ErrCallTimeout = errors.New("worker: the client did not answer in time")
+
+func (w *Worker) call(ctx context.Context, f *inflight, method string, params any) (json.RawMessage, error) {
+	if f.session == "" {
+		return nil, errors.New("worker: server-to-client requests need a legacy session")
+	}
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return nil, fmt.Errorf("worker: marshalling %s params: %w", method, err)
+	}
+	id := bus.ServerRequestID(w.opts.ID, w.seq.Add(1))
+	key := id.Str()
+	c := &call{session: f.session, answer: make(chan *protocol.Message, 1)}
+	w.mu.Lock()
+	w.calls[key] = c
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		delete(w.calls, key)
+		w.mu.Unlock()
+	}()
+
+	f.mu.Lock()
+	if f.done {
+		f.mu.Unlock()
+		return nil, context.Cause(ctx)
+	}
+	f.pending[key] = struct{}{}
+	err = w.nc.Publish(f.reply, bus.AppendFrame(nil, bus.FrameServerRequest, protocol.AppendRequest(nil, id, method, raw)))
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		delete(f.pending, key)
+		f.mu.Unlock()
+	}()
+	if err != nil {
+		return nil, fmt.Errorf("worker: sending %s: %w", method, err)
+	}
+
+	timer := time.NewTimer(w.opts.CallTimeout)
+	defer timer.Stop()
+	select {
+	case m := <-c.answer:
+		if m.Error != nil {
+			return nil, m.Error
+		}
+		return m.Result, nil
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	case <-timer.C:
+		// Tell the client to stop waiting on its side too.
+		n, _ := protocol.EncodeNotification(protocol.NotificationCancelled, map[string]any{"requestId": key, "reason": "timed out"})
+		f.publish(bus.FrameNotification, n, false)
+		return nil, fmt.Errorf("%w (%s after %s)", ErrCallTimeout, method, w.opts.CallTimeout)
+	}
+}
+
+// onAnswer receives a client's answer to one of this worker's
+// server-to-client requests, forwarded by whichever frontend got the POST.
+// Answers from another session than the one asked are dropped.
+func (w *Worker) onAnswer(m *nats.Msg) {
+	hdr, raw, err := bus.DecodeAnswer(m.Data)
+	if err != nil {
+		return
+	}
+	msg, err := protocol.Decode(raw, 0)
+	if err != nil || msg.Kind() != protocol.KindResponse || !msg.ID.IsString() {
+		return
+	}
+	w.mu.Lock()
+	c := w.calls[msg.ID.Str()]
+	w.mu.Unlock()
+	if c == nil {
+		return
+	}
+	if c.session != hdr.Session {
+		w.log.Warn("worker: dropping an answer from another session", "id", msg.ID.String())
+		return
+	}
+	select {
+	case c.answer <- msg:
+	default: // a duplicate answer; the first one won
+	}
+}

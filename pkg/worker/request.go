@@ -1,0 +1,282 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/pkg/bus"
+	"github.com/mcpfleet/mcpfleet/pkg/mcp"
+	"github.com/mcpfleet/mcpfleet/pkg/protocol"
+	"github.com/nats-io/nats.go"
+)
+
+// inflight is one request being handled. mu guards the fields below it;
+// Invariant: once done is set, nothing more is published for the request.
+type inflight struct {
+	w       *Worker
+	key     string
+	reply   string
+	session string
+	cancel  context.CancelCauseFunc
+
+	mu      sync.Mutex
+	done    bool
+	pending map[string]struct{} // ids of this request's open server-to-client requests
+}
+
+// publish sends a frame unless the request is done. final marks the
+// request done (first writer wins) and reports whether this call won.
+func (f *inflight) publish(kind bus.FrameKind, payload []byte, final bool) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.done {
+		return false
+	}
+	if final {
+		f.done = true
+	}
+	if err := f.w.nc.Publish(f.reply, bus.AppendFrame(make([]byte, 0, len(payload)+1), kind, payload)); err != nil {
+		f.w.log.Warn("worker: publishing a frame", "kind", string(kind), "err", err)
+	}
+	return true
+}
+
+// abort ends the request without a response: cancellation. Each open
+// server-to-client request of the handler is cancelled on the client
+// first, then the stream is ended, then the handler's context.
+func (f *inflight) abort(reason string) {
+	f.mu.Lock()
+	if f.done {
+		f.mu.Unlock()
+		return
+	}
+	f.done = true
+	for id := range f.pending {
+		n, _ := protocol.EncodeNotification(protocol.NotificationCancelled, map[string]any{"requestId": id, "reason": reason})
+		_ = f.w.nc.Publish(f.reply, bus.AppendFrame(nil, bus.FrameNotification, n))
+	}
+	_ = f.w.nc.Publish(f.reply, bus.AppendFrame(nil, bus.FrameEnd, nil))
+	f.mu.Unlock()
+	f.cancel(errors.New(reason))
+}
+
+func (w *Worker) onRequest(m *nats.Msg) {
+	if m.Reply == "" {
+		return
+	}
+	hdr, raw, err := bus.DecodeRequest(m.Data)
+	if err != nil {
+		w.log.Warn("worker: dropping a malformed envelope", "err", err)
+		return
+	}
+	msg, err := protocol.Decode(raw, 0)
+	if err != nil || msg.Kind() != protocol.KindRequest {
+		var id protocol.ID
+		var de *protocol.DecodeError
+		if errors.As(err, &de) {
+			id = de.ID
+		}
+		e := protocol.NewError(protocol.CodeInvalidRequest, "invalid request")
+		_ = w.nc.Publish(m.Reply, bus.AppendFrame(nil, bus.FrameResponse, protocol.AppendErrorResponse(nil, id, e)))
+		return
+	}
+	req := &mcp.Request{
+		Method:    msg.Method,
+		ID:        msg.ID,
+		Era:       hdr.Era,
+		Principal: hdr.Principal,
+	}
+	key := bus.CancelKeyStream(hdr.Frontend, hdr.Stream)
+	if s := hdr.Session; s != nil {
+		key = bus.CancelKeyLegacy(s.ID, msg.ID)
+		req.SessionID = s.ID
+		req.ProtocolVersion = s.ProtocolVersion
+		req.ClientInfo = s.ClientInfo
+		req.ClientCapabilities = s.ClientCapabilities
+		req.LogLevel = s.LogLevel
+	}
+	if hdr.Era == protocol.EraModern {
+		applyModernMeta(req, msg.Params)
+	}
+
+	deadline := time.Now().Add(w.opts.DefaultTimeout)
+	if hdr.DeadlineMs > 0 {
+		deadline = time.UnixMilli(hdr.DeadlineMs)
+	}
+	ctx, cancelDeadline := context.WithDeadline(context.Background(), deadline)
+	ctx, cancel := context.WithCancelCause(ctx)
+	f := &inflight{w: w, key: key, reply: m.Reply, cancel: cancel, pending: map[string]struct{}{}}
+	if hdr.Session != nil {
+		f.session = hdr.Session.ID
+	}
+
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		cancel(nil)
+		cancelDeadline()
+		e := protocol.NewError(protocol.CodeInternalError, "worker is shutting down; retry")
+		_ = w.nc.Publish(m.Reply, bus.AppendFrame(nil, bus.FrameResponse, protocol.AppendErrorResponse(nil, msg.ID, e)))
+		return
+	}
+	if _, dup := w.inflight[key]; dup {
+		w.mu.Unlock()
+		cancel(nil)
+		cancelDeadline()
+		e := protocol.NewError(protocol.CodeInvalidRequest, "invalid request: request id %s is already in use by a request in flight in this session", msg.ID)
+		_ = w.nc.Publish(m.Reply, bus.AppendFrame(nil, bus.FrameResponse, protocol.AppendErrorResponse(nil, msg.ID, e)))
+		return
+	}
+	w.inflight[key] = f
+	w.wg.Add(1)
+	w.mu.Unlock()
+
+	req.Out = &outbound{f: f}
+	go w.run(ctx, cancelDeadline, f, req, msg)
+}
+
+func (w *Worker) run(ctx context.Context, cancelDeadline context.CancelFunc, f *inflight, req *mcp.Request, msg *protocol.Message) {
+	defer w.wg.Done()
+	defer cancelDeadline()
+	defer func() {
+		w.mu.Lock()
+		if w.inflight[f.key] == f {
+			delete(w.inflight, f.key)
+		}
+		w.mu.Unlock()
+	}()
+	stopBeat := w.heartbeat(ctx, f)
+	res, err := w.srv.Handle(ctx, req, msg.Params)
+	stopBeat()
+	if ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+		// Cancelled: abort already ended the stream (or does now).
+		f.abort("cancelled")
+		return
+	}
+	var out []byte
+	if err != nil {
+		var pe *protocol.Error
+		if !errors.As(err, &pe) {
+			pe = protocol.NewError(protocol.CodeInternalError, "internal error")
+		}
+		if ctx.Err() != nil {
+			pe = protocol.NewError(protocol.CodeInternalError, "request timed out")
+		}
+		out = protocol.AppendErrorResponse(nil, msg.ID, pe)
+	} else {
+		raw, merr := json.Marshal(res)
+		if merr != nil {
+			w.log.Error("worker: marshalling a result", "method", msg.Method, "err", merr)
+			out = protocol.AppendErrorResponse(nil, msg.ID, protocol.NewError(protocol.CodeInternalError, "internal error"))
+		} else {
+			out = protocol.AppendResponse(make([]byte, 0, len(raw)+48), msg.ID, raw)
+		}
+	}
+	f.publish(bus.FrameResponse, out, true)
+}
+
+// heartbeat tells the frontend periodically that this worker still holds
+// the request, so a dead worker is detected without waiting for the
+// request's deadline.
+func (w *Worker) heartbeat(ctx context.Context, f *inflight) func() {
+	if w.opts.HeartbeatInterval < 0 {
+		return func() {}
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(w.opts.HeartbeatInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				f.publish(bus.FrameHeartbeat, []byte(w.opts.ID), false)
+			}
+		}
+	}()
+	return func() { close(stop); <-done }
+}
+
+func (w *Worker) onCancel(m *nats.Msg) {
+	key := string(m.Data)
+	w.mu.Lock()
+	f := w.inflight[key]
+	w.mu.Unlock()
+	if f != nil {
+		f.abort("cancelled by the client")
+	}
+}
+
+// applyModernMeta fills a modern request's client info, capabilities,
+// version and log level from its _meta.
+func applyModernMeta(req *mcp.Request, params json.RawMessage) {
+	if len(params) == 0 {
+		return
+	}
+	var p struct {
+		Meta *protocol.RequestMeta `json:"_meta"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.Meta == nil {
+		return
+	}
+	if p.Meta.ProtocolVersion != nil {
+		req.ProtocolVersion = *p.Meta.ProtocolVersion
+	}
+	req.ClientInfo = p.Meta.ClientInfo
+	req.ClientCapabilities = p.Meta.ClientCapabilities
+	if p.Meta.LogLevel != nil {
+		req.LogLevel = *p.Meta.LogLevel
+	}
+}
+
+// outbound sends a request's messages to its stream.
+type outbound struct{ f *inflight }
+
+func (o *outbound) Notify(ctx context.Context, method string, params any) error {
+	n, err := protocol.EncodeNotification(method, params)
+	if err != nil {
+		return err
+	}
+	if !o.f.publish(bus.FrameNotification, n, false) {
+		return errors.New("worker: the request is over")
+	}
+	return nil
+}
+
+func (o *outbound) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	return o.f.w.call(ctx, o.f, method, params)
+}
+
+// events publishes change events on the bus.
+type events struct{ w *Worker }
+
+func (e *events) ListChanged(ctx context.Context, kind string) error {
+	n, err := protocol.EncodeNotification("notifications/"+kind+"/list_changed", nil)
+	if err != nil {
+		return err
+	}
+	if err := e.w.nc.Publish(e.w.subj.ListChanged(kind), n); err != nil {
+		return fmt.Errorf("worker: publishing list_changed: %w", err)
+	}
+	return nil
+}
+
+func (e *events) ResourceUpdated(ctx context.Context, uri string) error {
+	n, err := protocol.EncodeNotification(protocol.NotificationResourceUpdated, &protocol.ResourceUpdatedParams{URI: uri})
+	if err != nil {
+		return err
+	}
+	if err := e.w.nc.Publish(e.w.subj.ResourceUpdated(uri), n); err != nil {
+		return fmt.Errorf("worker: publishing resources/updated: %w", err)
+	}
+	return nil
+}

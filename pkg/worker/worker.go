@@ -1,0 +1,164 @@
+// Package worker runs a [mcp.Server]'s handlers for requests arriving over
+// the bus. A worker joins the queue group of request subjects, runs each
+// request in its own goroutine with a context that carries the request's
+// deadline and is cancelled by cancellations from any frontend, writes the
+// request's notifications and server-to-client requests to the stream that
+// waits for it, and finally its response (or nothing, if it was cancelled:
+// exactly one of the two outcomes wins).
+package worker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/pkg/bus"
+	"github.com/mcpfleet/mcpfleet/pkg/mcp"
+	"github.com/nats-io/nats.go"
+)
+
+// Options configure a Worker. The zero value is valid.
+type Options struct {
+	// ID names the worker on the bus; empty means a random id. It must be
+	// unique in the cluster.
+	ID string
+	// Subjects builds the bus subjects; the zero value uses "mcp".
+	Subjects bus.Subjects
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+	// DefaultTimeout bounds a request that carries no deadline; zero means
+	// 10 minutes.
+	DefaultTimeout time.Duration
+	// CallTimeout bounds each server-to-client request (sampling,
+	// elicitation, roots) a handler makes; zero means 5 minutes.
+	CallTimeout time.Duration
+	// HeartbeatInterval is how often a running request tells its frontend
+	// the worker is alive; zero means 2s, negative disables heartbeats.
+	HeartbeatInterval time.Duration
+}
+
+// Worker serves requests from the bus with one mcp.Server.
+type Worker struct {
+	nc   *nats.Conn
+	srv  *mcp.Server
+	opts Options
+	log  *slog.Logger
+	subj bus.Subjects
+
+	subs []*nats.Subscription
+	wg   sync.WaitGroup // running requests
+
+	mu       sync.Mutex
+	inflight map[string]*inflight // cancel key -> request
+	calls    map[string]*call     // server-to-client request id -> waiter
+	closed   bool
+
+	seq atomic.Uint64
+}
+
+// New returns a worker serving srv over nc. Call Start to subscribe.
+func New(nc *nats.Conn, srv *mcp.Server, opts *Options) (*Worker, error) {
+	if nc == nil || srv == nil {
+		return nil, errors.New("worker: New needs a NATS connection and a server")
+	}
+	w := &Worker{nc: nc, srv: srv, inflight: map[string]*inflight{}, calls: map[string]*call{}}
+	if opts != nil {
+		w.opts = *opts
+	}
+	if w.opts.ID == "" {
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		w.opts.ID = hex.EncodeToString(b[:])
+	}
+	if w.opts.DefaultTimeout <= 0 {
+		w.opts.DefaultTimeout = 10 * time.Minute
+	}
+	if w.opts.CallTimeout <= 0 {
+		w.opts.CallTimeout = 5 * time.Minute
+	}
+	if w.opts.HeartbeatInterval == 0 {
+		w.opts.HeartbeatInterval = 2 * time.Second
+	}
+	w.log = w.opts.Logger
+	if w.log == nil {
+		w.log = slog.Default()
+	}
+	w.log = w.log.With("worker", w.opts.ID)
+	w.subj = w.opts.Subjects
+	return w, nil
+}
+
+// ID returns the worker's bus id.
+func (w *Worker) ID() string { return w.opts.ID }
+
+// Start subscribes to requests, cancellations and client answers, and
+// installs the worker as the server's event sink.
+func (w *Worker) Start(ctx context.Context) error {
+	w.srv.SetEvents(&events{w: w})
+	reqSub, err := w.nc.QueueSubscribe(w.subj.AllRequests(), bus.WorkerQueue, w.onRequest)
+	if err != nil {
+		return fmt.Errorf("worker: subscribing to requests: %w", err)
+	}
+	cancelSub, err := w.nc.Subscribe(w.subj.Cancel(), w.onCancel)
+	if err != nil {
+		_ = reqSub.Unsubscribe()
+		return fmt.Errorf("worker: subscribing to cancellations: %w", err)
+	}
+	inboxSub, err := w.nc.Subscribe(w.subj.WorkerInbox(w.opts.ID), w.onAnswer)
+	if err != nil {
+		_ = reqSub.Unsubscribe()
+		_ = cancelSub.Unsubscribe()
+		return fmt.Errorf("worker: subscribing to its inbox: %w", err)
+	}
+	for _, s := range []*nats.Subscription{reqSub, cancelSub, inboxSub} {
+		_ = s.SetPendingLimits(-1, 64<<20)
+	}
+	w.subs = []*nats.Subscription{reqSub, cancelSub, inboxSub}
+	if err := w.nc.FlushTimeout(5 * time.Second); err != nil {
+		return fmt.Errorf("worker: flushing subscriptions: %w", err)
+	}
+	w.log.Info("worker serving", "subject", w.subj.AllRequests())
+	return nil
+}
+
+// Shutdown stops taking new requests (it leaves the queue group first, so
+// the bus routes new work elsewhere), waits for running requests until ctx
+// ends, then cancels the rest. It is idempotent.
+func (w *Worker) Shutdown(ctx context.Context) error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return nil
+	}
+	w.closed = true
+	w.mu.Unlock()
+	if len(w.subs) > 0 {
+		_ = w.subs[0].Unsubscribe() // stop new work first
+		_ = w.nc.Flush()
+	}
+	done := make(chan struct{})
+	go func() { w.wg.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+		w.mu.Lock()
+		for _, f := range w.inflight {
+			f.cancel(errors.New("worker shutting down"))
+		}
+		w.mu.Unlock()
+		<-done
+	}
+	for _, s := range w.subs[1:] {
+		_ = s.Unsubscribe()
+	}
+	w.srv.SetEvents(nil)
+	return err
+}
