@@ -131,7 +131,22 @@ func collect(e *lib.ValidationError, out *[]problem) {
 	case *kind.Const:
 		add("value must be " + display(k.Want))
 	case *kind.FalseSchema:
-		add("value is not allowed")
+		// A false schema usually comes from unevaluatedProperties,
+		// additionalProperties or items being false.
+		switch {
+		case strings.HasSuffix(e.SchemaURL, "Properties"):
+			add("property is not allowed")
+		case strings.HasSuffix(e.SchemaURL, "/items"), strings.HasSuffix(e.SchemaURL, "Items"):
+			add("item is not allowed")
+		default:
+			add("value is not allowed")
+		}
+	case *kind.DependentRequired:
+		add(fmt.Sprintf("missing %s %s, required when %s is present",
+			plural("property", "properties", len(k.Missing)), quoteAll(k.Missing), display(k.Prop)))
+	case *kind.Dependency:
+		add(fmt.Sprintf("missing %s %s, required when %s is present",
+			plural("property", "properties", len(k.Missing)), quoteAll(k.Missing), display(k.Prop)))
 	case *kind.Not:
 		add(`value must not match the "not" schema`)
 	case *kind.Pattern:

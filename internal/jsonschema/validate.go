@@ -113,20 +113,20 @@ func compileRegexp(s string) (lib.Regexp, error) {
 	return regexp.Compile(s)
 }
 
-// Validate checks v, a value decoded from JSON by encoding/json into an
-// any (with or without [json.Decoder.UseNumber]): nil, bool, float64,
-// json.Number, string, []any or map[string]any. Go integers are accepted as
-// numbers too. Any other Go type is reported as invalid.
+// Validate checks instance, a value decoded from JSON by encoding/json into
+// an any (with or without [json.Decoder.UseNumber]): nil, bool, float64,
+// json.Number, string, []any or map[string]any, nested. Go integers are
+// accepted as numbers too; any other Go type is reported as a problem.
 //
-// It returns nil if v satisfies the schema and a [*ValidationError]
+// It returns nil if instance satisfies the schema and a [*ValidationError]
 // otherwise.
-func (v *Validator) Validate(x any) (err error) {
+func (v *Validator) Validate(instance any) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("jsonschema: validating: internal error: %v", r)
 		}
 	}()
-	verr := v.schema.Validate(x)
+	verr := v.schema.Validate(instance)
 	if verr == nil {
 		return nil
 	}
@@ -138,8 +138,9 @@ func (v *Validator) Validate(x any) (err error) {
 
 // ValidateJSON decodes raw and validates it like [Validator.Validate]. Empty
 // or all-whitespace raw (including nil) is taken as {}, the arguments of a
-// call that sent none. Numbers are decoded without loss of precision. raw
-// that is not exactly one JSON value fails with [ErrInvalidJSON].
+// call that sent none; an explicit null is validated as null. Numbers are
+// decoded without loss of precision. raw that is not exactly one JSON value
+// fails with [ErrInvalidJSON].
 func (v *Validator) ValidateJSON(raw json.RawMessage) error {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return v.Validate(map[string]any{})

@@ -67,6 +67,16 @@ var validateTests = []struct {
 	{"multiple of", `{"multipleOf":3}`, `10`, `got 10, want a multiple of 3`},
 	{"max items", `{"maxItems":1}`, `[1,2]`, `got 2 items, want at most 1`},
 	{"false schema", `{"properties":{"x":false}}`, `{"x":1}`, `/x: value is not allowed`},
+	{"false items", `{"prefixItems":[{"type":"string"}],"items":false}`, `["a",2]`, `/1: item is not allowed`},
+	{"unevaluated properties", `{"unevaluatedProperties":false,"properties":{"a":{}}}`, `{"a":1,"b":2}`, `/b: property is not allowed`},
+	{"dependent required", `{"dependentRequired":{"a":["b"]}}`, `{"a":1}`, `missing property "b", required when "a" is present`},
+	{"property names", `{"propertyNames":{"maxLength":2}}`, `{"abc":1,"b":2}`, `invalid property name "abc" (got 3 characters, want at most 2)`},
+	{"unique items", `{"uniqueItems":true}`, `[1,2,1]`, `items at 0 and 2 are equal`},
+	{"ref with description", `{"$defs":{"x":{"type":"string"}},"properties":{"a":{"$ref":"#/$defs/x","description":"d"}}}`, `{"a":1}`, `/a: got number, want string`},
+	{
+		"anyOf alternatives are capped", `{"anyOf":[{"required":["a","b"],"properties":{"a":{"type":"string"}}},{"type":"string"},{"const":1},{"const":2},{"const":3}]}`,
+		`{"a":1}`, `does not match any alternative of anyOf: (missing required property "b"; /a: got number, want string) or (got object, want string) or (value must be 1) or (value must be 2) or 1 more`,
+	},
 	{"not", `{"not":{"type":"string"}}`, `"s"`, `value must not match the "not" schema`},
 	{
 		"oneOf none", `{"oneOf":[{"type":"string"},{"type":"integer"}]}`, `true`,

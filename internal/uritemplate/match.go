@@ -119,9 +119,12 @@ type observation struct {
 // Match reports whether uri is an expansion of the template and, if so,
 // returns the percent-decoded value of each variable it defines. Variables
 // that the URI leaves undefined (an absent optional expression or query
-// parameter) are not in the map. See the package documentation for the
-// matching rules.
+// parameter) are not in the map. URIs longer than [MaxURILength] bytes never
+// match. See the package documentation for the matching rules.
 func (t *Template) Match(uri string) (map[string]string, bool) {
+	if len(uri) > MaxURILength {
+		return nil, false
+	}
 	m := t.re.FindStringSubmatchIndex(uri)
 	if m == nil {
 		return nil, false

@@ -71,17 +71,40 @@ func lookupOperator(c byte) (*operator, bool) {
 	return nil, false
 }
 
-// maxPrefix is the largest prefix modifier RFC 6570 allows (four digits).
-const maxPrefix = 9999
+const (
+	// maxPrefix is the largest prefix modifier RFC 6570 allows (four
+	// digits).
+	maxPrefix = 9999
+
+	// MaxVarspecs bounds the number of variable occurrences in a template
+	// (a variable used twice counts twice). The cost of [Template.Match]
+	// grows with it; real templates use a handful.
+	MaxVarspecs = 64
+
+	// MaxTemplateLength bounds the length in bytes of a template given to
+	// [Parse].
+	MaxTemplateLength = 8 << 10
+
+	// MaxURILength bounds the length in bytes of a URI that
+	// [Template.Match] considers; longer URIs never match. With
+	// [MaxVarspecs] it bounds the time one match can take.
+	MaxURILength = 16 << 10
+)
 
 // Parse parses an RFC 6570 template. It fails, wrapping
 // [ErrInvalidTemplate], on unbalanced braces, empty expressions, reserved
-// operators (= , ! @ |), invalid variable names and invalid modifiers.
+// operators (= , ! @ |), invalid variable names, invalid modifiers, more
+// than [MaxVarspecs] variable occurrences and templates longer than
+// [MaxTemplateLength] bytes.
 // Literal characters that may not appear in a URI are accepted and
 // percent-encoded, as RFC 6570 section 3.1 requires.
 func Parse(s string) (*Template, error) {
+	if len(s) > MaxTemplateLength {
+		return nil, fmt.Errorf("%w: longer than %d bytes", ErrInvalidTemplate, MaxTemplateLength)
+	}
 	t := &Template{raw: s}
 	seen := map[string]bool{}
+	nspecs := 0
 	var lit strings.Builder
 	flush := func() {
 		if lit.Len() > 0 {
@@ -99,6 +122,9 @@ func Parse(s string) (*Template, error) {
 			expr, err := parseExpression(s[i+1:i+1+end], i)
 			if err != nil {
 				return nil, err
+			}
+			if nspecs += len(expr.specs); nspecs > MaxVarspecs {
+				return nil, fmt.Errorf("%w at offset %d: more than %d variables", ErrInvalidTemplate, i, MaxVarspecs)
 			}
 			flush()
 			t.parts = append(t.parts, part{expr: expr})

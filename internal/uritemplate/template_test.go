@@ -21,6 +21,8 @@ func TestParse(t *testing.T) {
 		{"repeated variable", "{x}/{x}{?x,y}", []string{"x", "y"}},
 		{"dotted and encoded names", "{a.b,c%2Fd,_1}", []string{"a.b", "c%2Fd", "_1"}},
 		{"max prefix", "{var:9999}", []string{"var"}},
+		{"longest", strings.Repeat("a", MaxTemplateLength), nil},
+		{"max variables", "{a}" + strings.Repeat("{/b}", MaxVarspecs-1), []string{"a", "b"}},
 		{"non-URI literal", "/a b/{x}/ü", []string{"x"}},
 	}
 	for _, tt := range tests {
@@ -71,6 +73,8 @@ func TestParseErrors(t *testing.T) {
 		{"signed prefix", "{a:+1}", `invalid prefix modifier "a:+1"`},
 		{"prefix and explode", "{a:3*}", `invalid variable name "a:3"`},
 		{"explode twice", "{a**}", `invalid variable name "a*"`},
+		{"too long", strings.Repeat("a", MaxTemplateLength+1), "longer than 8192 bytes"},
+		{"too many variables", "{a}" + strings.Repeat("{/b,c}", MaxVarspecs/2), "offset 189: more than 64 variables"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

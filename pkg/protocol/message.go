@@ -224,12 +224,16 @@ func AppendResponse(b []byte, id ID, result []byte) []byte {
 	return append(b, '}')
 }
 
-// AppendErrorResponse appends an error response. An absent id is written as
-// null, as JSON-RPC requires when the id could not be read.
+// AppendErrorResponse appends an error response. An absent id (the request
+// could not be read) is omitted: MCP's schemas forbid a null id.
 func AppendErrorResponse(b []byte, id ID, e *Error) []byte {
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = id.AppendJSON(b)
-	b = append(b, `,"error":{"code":`...)
+	b = append(b, `{"jsonrpc":"2.0",`...)
+	if id.IsValid() {
+		b = append(b, `"id":`...)
+		b = id.AppendJSON(b)
+		b = append(b, ',')
+	}
+	b = append(b, `"error":{"code":`...)
 	b = strconv.AppendInt(b, e.Code, 10)
 	b = append(b, `,"message":`...)
 	msg, _ := json.Marshal(e.Message)

@@ -36,8 +36,8 @@ import (
 //	                            the index counter, and the list of the
 //	                            session's event-log keys (no SCAN needed)
 //	P:{S}:ev:<stream>    LIST   the stream's last MaxEvents event payloads,
-//	                            oldest first; as indices are gapless, the
-//	                            i-th of n entries has index newest-n+1+i
+//	                            oldest first; as indices are gapless, entry
+//	                            i (from 0) of n has index newest-n+1+i
 //
 // rec, subs and streams all get the same expiry, which every call that
 // extends the TTL slides together; an event log gets it on each append, so
@@ -46,9 +46,15 @@ import (
 // so indices never restart within a session and EventsAfter can tell a
 // lost log (ErrEventsPurged) from an empty one.
 //
-// The scripts touch event-log keys they derive from the prefix rather than
-// receive in KEYS; that is sound because those keys share the session's
-// hash tag, hence its slot.
+// Every method is one round trip: a Lua script run by EVALSHA (EVAL the
+// first time a server sees it), atomic on the server. Create is a
+// create-if-absent; Update, Subscribe, Unsubscribe and AppendEvent check
+// that the record exists before writing, so they never resurrect a
+// deleted or expired session. Create and Delete drop the event logs listed
+// in streams. The scripts touch event-log keys they derive from the prefix
+// rather than receive in KEYS; that is sound because those keys share the
+// session's hash tag, hence its slot. For the same reason, ids with a
+// brace (which [NewID] never makes) are refused.
 type Redis struct {
 	client    redis.UniversalClient
 	owned     bool // Close closes client
@@ -292,10 +298,21 @@ func (r *Redis) run(ctx context.Context, script *redis.Script, keys []string, ar
 	return script.Run(ctx, r.client, keys, args...)
 }
 
-// Create implements [Store.Create].
+// validID reports whether id passes [ValidID] and has no brace. Ids from
+// [NewID] never do; refusing braces keeps a crafted id from displacing the
+// hash tag and from making one session's key spell another's.
+func (r *Redis) validID(id string) bool {
+	return ValidID(id) && !strings.ContainsAny(id, "{}")
+}
+
+// Create implements [Store.Create]. Besides the ids [ValidID] refuses, it
+// refuses ids with a brace.
 func (r *Redis) Create(ctx context.Context, s *Session) error {
 	if err := checkNew(s); err != nil {
 		return err
+	}
+	if !r.validID(s.ID) {
+		return fmt.Errorf("sessionstore: create %q: session id with a brace", shortID(s.ID))
 	}
 	info, caps, err := encodeJSONMembers(s)
 	if err != nil {
@@ -329,7 +346,7 @@ func (r *Redis) Create(ctx context.Context, s *Session) error {
 
 // Get implements [Store.Get] in one round trip.
 func (r *Redis) Get(ctx context.Context, id string) (*Session, error) {
-	if !ValidID(id) {
+	if !r.validID(id) {
 		return nil, fmt.Errorf("sessionstore: get %q: %w", shortID(id), ErrNotFound)
 	}
 	keys, _ := r.keys(id)
@@ -410,7 +427,7 @@ func (r *Redis) Update(ctx context.Context, id string, p Patch) error {
 
 // Delete implements [Store.Delete].
 func (r *Redis) Delete(ctx context.Context, id string) error {
-	if !ValidID(id) {
+	if !r.validID(id) {
 		return fmt.Errorf("sessionstore: delete %q: %w", shortID(id), ErrNotFound)
 	}
 	keys, logPrefix := r.keys(id)
@@ -437,7 +454,7 @@ func (r *Redis) Unsubscribe(ctx context.Context, id, uri string) error {
 // runLive runs a script on session id that returns 0 when the session is
 // not live and 1 otherwise.
 func (r *Redis) runLive(ctx context.Context, op, id string, script *redis.Script, args ...any) error {
-	if !ValidID(id) {
+	if !r.validID(id) {
 		return fmt.Errorf("sessionstore: %s %q: %w", op, shortID(id), ErrNotFound)
 	}
 	keys, _ := r.keys(id)
@@ -453,7 +470,7 @@ func (r *Redis) runLive(ctx context.Context, op, id string, script *redis.Script
 
 // Subscriptions implements [Store.Subscriptions].
 func (r *Redis) Subscriptions(ctx context.Context, id string) ([]string, error) {
-	if !ValidID(id) {
+	if !r.validID(id) {
 		return nil, fmt.Errorf("sessionstore: subscriptions %q: %w", shortID(id), ErrNotFound)
 	}
 	keys, _ := r.keys(id)
@@ -473,7 +490,7 @@ func (r *Redis) Subscriptions(ctx context.Context, id string) ([]string, error) 
 
 // AppendEvent implements [Store.AppendEvent].
 func (r *Redis) AppendEvent(ctx context.Context, id, stream string, data []byte) (uint64, error) {
-	if !ValidID(id) {
+	if !r.validID(id) {
 		return 0, fmt.Errorf("sessionstore: append event %q: %w", shortID(id), ErrNotFound)
 	}
 	keys, logPrefix := r.keys(id)
@@ -494,7 +511,7 @@ func (r *Redis) AppendEvent(ctx context.Context, id, stream string, data []byte)
 
 // EventsAfter implements [Store.EventsAfter].
 func (r *Redis) EventsAfter(ctx context.Context, id, stream string, after uint64) ([]Event, error) {
-	if !ValidID(id) {
+	if !r.validID(id) {
 		return nil, fmt.Errorf("sessionstore: events after %d of %q: %w", after, shortID(id), ErrNotFound)
 	}
 	keys, logPrefix := r.keys(id)

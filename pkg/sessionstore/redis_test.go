@@ -168,7 +168,9 @@ func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 func TestRedisLogOutlivedBySession(t *testing.T) {
 	t.Parallel()
 	url := testutil.StartRedis(t)
-	r := openRedisForTest(t, url, Options{TTL: suiteTTL})
+	// The session is kept alive by a Get every 10ms; a long TTL keeps a
+	// loaded machine from letting it expire.
+	r := openRedisForTest(t, url, Options{TTL: time.Second})
 	c := rawClient(t, url)
 	s := &Session{ID: NewID()}
 	mustCreate(t, r, s)
@@ -368,5 +370,18 @@ func TestOpenRedisUnreachable(t *testing.T) {
 				t.Errorf("error %q reveals the password", msg)
 			}
 		})
+	}
+}
+
+// TestRedisRejectsBraces checks that ids with braces, which NewID never
+// makes, cannot name a session: they would displace the hash tag.
+func TestRedisRejectsBraces(t *testing.T) {
+	t.Parallel()
+	r := openRedisForTest(t, testutil.StartRedis(t), Options{})
+	for _, id := range []string{"a{b}c", "x}:ev:y", "{"} {
+		if err := r.Create(t.Context(), &Session{ID: id}); err == nil || errors.Is(err, ErrExists) {
+			t.Errorf("Create(%q) error = %v, want a validation error", id, err)
+		}
+		checkAllNotFound(t, r, id)
 	}
 }

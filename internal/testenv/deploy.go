@@ -1,0 +1,151 @@
+package testenv
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/app"
+	"github.com/mcpfleet/mcpfleet/internal/testutil"
+	"github.com/mcpfleet/mcpfleet/pkg/bus"
+	"github.com/mcpfleet/mcpfleet/pkg/frontend"
+	"github.com/mcpfleet/mcpfleet/pkg/mcp"
+	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
+	"github.com/mcpfleet/mcpfleet/pkg/worker"
+	"github.com/nats-io/nats.go"
+)
+
+// Cluster is a multi-process deployment: a nats-server, a redis-server,
+// frontends and workers, each a separate process.
+type Cluster struct {
+	NATS      *Proc
+	NATSURL   string
+	RedisURL  string
+	Frontends []*Proc
+	URLs      []string
+	Workers   []*Proc
+}
+
+// ClusterOptions shape StartCluster. Zero values mean 2 frontends, 1
+// worker, the conformance fixture.
+type ClusterOptions struct {
+	Frontends    int
+	Workers      int
+	NoFixture    bool
+	FrontendArgs []string
+	WorkerArgs   []string
+}
+
+// StartCluster starts a real multi-process cluster.
+func StartCluster(tb testing.TB, opts ClusterOptions) *Cluster {
+	tb.Helper()
+	if opts.Frontends == 0 {
+		opts.Frontends = 2
+	}
+	if opts.Workers == 0 {
+		opts.Workers = 1
+	}
+	c := &Cluster{}
+	c.NATS, c.NATSURL = StartNATSServer(tb)
+	c.RedisURL = testutil.StartRedis(tb)
+	wargs := opts.WorkerArgs
+	if !opts.NoFixture {
+		wargs = append([]string{"--fixture", "conformance"}, wargs...)
+	}
+	for i := 0; i < opts.Workers; i++ {
+		c.Workers = append(c.Workers, StartWorker(tb, c.NATSURL, wargs...))
+	}
+	for i := 0; i < opts.Frontends; i++ {
+		p, u := StartFrontend(tb, c.NATSURL, c.RedisURL, opts.FrontendArgs...)
+		c.Frontends = append(c.Frontends, p)
+		c.URLs = append(c.URLs, u)
+	}
+	return c
+}
+
+// InProc is an all-in-one deployment inside the test process: embedded
+// NATS, the in-memory store, one worker and one frontend behind httptest.
+type InProc struct {
+	URL      string
+	Store    *sessionstore.Memory
+	NC       *nats.Conn
+	Server   *mcp.Server
+	Worker   *worker.Worker
+	Frontend *frontend.Frontend
+}
+
+// InProcOptions shape StartInProc; the zero value serves the conformance
+// fixture with default frontend options.
+type InProcOptions struct {
+	Frontend  frontend.Options // Store and Logger are filled in
+	Store     sessionstore.Options
+	NoFixture bool
+	// Server, when set, is served instead of the example server.
+	Server *mcp.Server
+}
+
+// StartInProc starts an in-process all-in-one.
+func StartInProc(tb testing.TB, opts InProcOptions) *InProc {
+	tb.Helper()
+	e, err := bus.StartEmbedded(nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = e.Shutdown(ctx)
+	})
+	nc, err := e.Connect("test")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(nc.Close)
+	store, err := sessionstore.NewMemory(&opts.Store)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = store.Close(context.Background()) })
+	srv := opts.Server
+	if srv == nil {
+		fix := "conformance"
+		if opts.NoFixture {
+			fix = ""
+		}
+		if srv, err = app.NewExampleServer(fix, nil); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	w, err := worker.New(nc, srv, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := w.Start(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = w.Shutdown(ctx)
+	})
+	fo := opts.Frontend
+	fo.Store = store
+	fe, err := frontend.New(nc, fo)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := fe.Start(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	hs := httptest.NewServer(fe.Router("/mcp"))
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = fe.Shutdown(ctx)
+		hs.CloseClientConnections()
+		hs.Close()
+	})
+	return &InProc{URL: hs.URL + "/mcp", Store: store, NC: nc, Server: srv, Worker: w, Frontend: fe}
+}

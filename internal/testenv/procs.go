@@ -1,0 +1,202 @@
+package testenv
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Proc is a child process started by a test. It is killed at cleanup.
+type Proc struct {
+	Name string
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	log  strings.Builder
+	done chan struct{}
+}
+
+// Log returns what the process wrote so far (stdout and stderr).
+func (p *Proc) Log() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.log.String()
+}
+
+// Pid returns the process id.
+func (p *Proc) Pid() int { return p.cmd.Process.Pid }
+
+// Kill sends SIGKILL and waits for the process to exit.
+func (p *Proc) Kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// Stop sends SIGTERM and waits up to timeout, then kills.
+func (p *Proc) Stop(timeout time.Duration) {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(timeout):
+		p.Kill()
+	}
+}
+
+// Exited reports whether the process has ended.
+func (p *Proc) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Start runs bin with args; the output is captured and shown on failure.
+func Start(tb testing.TB, name, bin string, args ...string) *Proc {
+	tb.Helper()
+	p := &Proc{Name: name, cmd: exec.Command(bin, args...), done: make(chan struct{})}
+	p.cmd.Env = append(os.Environ(), "GOTRACEBACK=all")
+	pr, pw := io.Pipe()
+	p.cmd.Stdout, p.cmd.Stderr = pw, pw
+	if err := p.cmd.Start(); err != nil {
+		tb.Fatalf("testenv: starting %s: %v", name, err)
+	}
+	go func() {
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.log.WriteString(sc.Text())
+			p.log.WriteByte('\n')
+			p.mu.Unlock()
+		}
+	}()
+	go func() {
+		_ = p.cmd.Wait()
+		pw.Close()
+		close(p.done)
+	}()
+	tb.Cleanup(func() {
+		if !p.Exited() {
+			p.Stop(5 * time.Second)
+		}
+		if tb.Failed() {
+			tb.Logf("--- output of %s:\n%s", name, tail(p.Log(), 60))
+		}
+	})
+	return p
+}
+
+func tail(s string, lines int) string {
+	parts := strings.Split(s, "\n")
+	if len(parts) > lines {
+		parts = parts[len(parts)-lines:]
+	}
+	return strings.Join(parts, "\n")
+}
+
+// WaitLog waits until the process output matches re and returns the first
+// submatch (or the whole match).
+func (p *Proc) WaitLog(tb testing.TB, re *regexp.Regexp, timeout time.Duration) string {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if m := re.FindStringSubmatch(p.Log()); m != nil {
+			if len(m) > 1 {
+				return m[1]
+			}
+			return m[0]
+		}
+		if p.Exited() {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	tb.Fatalf("testenv: %s did not log %v within %s; output:\n%s", p.Name, re, timeout, tail(p.Log(), 40))
+	return ""
+}
+
+// FreePort returns a loopback port that was free a moment ago.
+func FreePort(tb testing.TB) int {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("testenv: %v", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// WaitTCP waits until addr accepts connections.
+func WaitTCP(tb testing.TB, addr string, timeout time.Duration) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for ctx.Err() == nil {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	tb.Fatalf("testenv: %s did not accept connections within %s", addr, timeout)
+}
+
+// StartNATSServer runs a real nats-server binary on a free port and returns
+// its process and client URL.
+func StartNATSServer(tb testing.TB) (*Proc, string) {
+	tb.Helper()
+	bin := FindBinary(tb, "nats-server", "go install github.com/nats-io/nats-server/v2@v2.15.2")
+	port := FreePort(tb)
+	conf := filepath.Join(tb.TempDir(), "nats.conf")
+	// Bodies up to the frontend's 4 MiB cap must fit in one message.
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf("listen: 127.0.0.1:%d\nmax_payload: 8MB\n", port)), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	p := Start(tb, "nats-server", bin, "-c", conf)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	WaitTCP(tb, addr, 10*time.Second)
+	return p, "nats://" + addr
+}
+
+var servingRE = regexp.MustCompile(`msg="mcpfleet serving" url=(\S+)`)
+
+// StartMCPFleet runs the all-in-one binary with extra args on a free port
+// and returns the process and the MCP endpoint URL.
+func StartMCPFleet(tb testing.TB, args ...string) (*Proc, string) {
+	tb.Helper()
+	bin := filepath.Join(Binaries(tb), "mcpfleet")
+	p := Start(tb, "mcpfleet", bin, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	return p, p.WaitLog(tb, servingRE, 20*time.Second)
+}
+
+// StartFrontend runs a frontend process and returns it and its endpoint URL.
+func StartFrontend(tb testing.TB, natsURL, redisURL string, args ...string) (*Proc, string) {
+	tb.Helper()
+	bin := filepath.Join(Binaries(tb), "frontend")
+	p := Start(tb, "frontend", bin, append([]string{"--listen", "127.0.0.1:0", "--nats-url", natsURL, "--redis-url", redisURL}, args...)...)
+	return p, p.WaitLog(tb, servingRE, 20*time.Second)
+}
+
+var workerRE = regexp.MustCompile(`msg="worker serving"`)
+
+// StartWorker runs a worker process and waits until it serves.
+func StartWorker(tb testing.TB, natsURL string, args ...string) *Proc {
+	tb.Helper()
+	bin := filepath.Join(Binaries(tb), "worker")
+	p := Start(tb, "worker", bin, append([]string{"--nats-url", natsURL}, args...)...)
+	p.WaitLog(tb, workerRE, 20*time.Second)
+	return p
+}
