@@ -21,7 +21,7 @@ var legacyMethods = map[string]bool{
 	protocol.MethodResourcesRead: true, protocol.MethodResourcesSubscribe: true,
 	protocol.MethodResourcesUnsubscribe: true, protocol.MethodCompletionComplete: true,
 	protocol.MethodLoggingSetLevel: true,
-	protocol.MethodTasksGet: true, protocol.MethodTasksResult: true,
+	protocol.MethodTasksGet:        true, protocol.MethodTasksResult: true,
 	protocol.MethodTasksList: true, protocol.MethodTasksCancel: true,
 }
 
