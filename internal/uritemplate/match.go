@@ -31,7 +31,7 @@ func (t *Template) compile() error {
 		}
 		switch op := p.expr.op; op {
 		case opParam:
-			re.WriteString(`((?:;[^/?#;]*)*)`)
+			re.WriteString(`((?:;` + unit(`/?#;`) + `*)*)`)
 			t.captures = append(t.captures, capture{params: paramSpecs(p.expr.specs), sep: ';'})
 		case opQuery, opCont:
 			// A query and the continuations right after it are one
@@ -46,7 +46,7 @@ func (t *Template) compile() error {
 				specs = append(specs, t.parts[i].expr.specs...)
 				lead = `[?&]`
 			}
-			re.WriteString(`((?:` + lead + `[^#]*)?)`)
+			re.WriteString(`((?:` + lead + unit(`#`) + `*)?)`)
 			t.captures = append(t.captures, capture{params: paramSpecs(specs), sep: '&'})
 		default:
 			re.WriteString(valuePattern(p.expr))
@@ -71,26 +71,41 @@ func paramSpecs(specs []varspec) map[string]varspec {
 	return m
 }
 
+// pctTriplet matches one percent-encoded octet. Values are matched as
+// sequences of whole triplets and other characters, so a split between two
+// variables never falls inside a triplet and invalid percent-encoding never
+// matches.
+const pctTriplet = `%[0-9A-Fa-f]{2}`
+
+// unit returns a pattern for one character of an encoded value: a triplet,
+// or a character other than '%' and those in exclude (a bracket expression
+// body, already escaped).
+func unit(exclude string) string {
+	return `(?:[^%` + exclude + `]|` + pctTriplet + `)`
+}
+
 // valuePattern returns the pattern of an expression whose values are not
 // named (operators none, +, #, . and /), with one group per variable.
 func valuePattern(e *expression) string {
 	op := e.op
 	multi := len(e.specs) > 1
-	var class string
+	var u string
 	switch op {
 	case opReserved, opFragment:
-		class = `.`
 		if multi {
-			class = `[^,]`
+			u = unit(`,`)
+		} else {
+			u = unit(``)
 		}
 	case opLabel:
-		class = `[^/?#.]`
+		u = unit(`/?#.`)
 	case opPath:
-		class = `[^/?#]`
+		u = unit(`/?#`)
 	default:
-		class = `[^/?#]`
 		if multi {
-			class = `[^/?#,]`
+			u = unit(`/?#,`)
+		} else {
+			u = unit(`/?#`)
 		}
 	}
 	sep := regexp.QuoteMeta(op.sep)
@@ -98,12 +113,12 @@ func valuePattern(e *expression) string {
 	if op.first == "" {
 		// Simple and reserved expansion have no leading character: the
 		// first value is required and non-empty.
-		b.WriteString(`(` + class + `+?)`)
+		b.WriteString(`(` + u + `+?)`)
 	} else {
-		b.WriteString(`(?:` + regexp.QuoteMeta(op.first) + `(` + class + `*?)`)
+		b.WriteString(`(?:` + regexp.QuoteMeta(op.first) + `(` + u + `*?)`)
 	}
 	for range e.specs[1:] {
-		b.WriteString(`(?:` + sep + `(` + class + `*?))?`)
+		b.WriteString(`(?:` + sep + `(` + u + `*?))?`)
 	}
 	if op.first != "" {
 		b.WriteString(`)?`)
