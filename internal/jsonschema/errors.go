@@ -22,8 +22,8 @@ import (
 type ValidationError struct {
 	// Problems holds one line per failed assertion: "<JSON pointer>:
 	// <message>", or just "<message>" for the root value. Lines are sorted
-	// by pointer and then text, without duplicates, so the result does not
-	// depend on map iteration order. A failed anyOf or oneOf is a single
+	// by location (array indexes numerically) and then text, without
+	// duplicates, so the result does not depend on map iteration order. A failed anyOf or oneOf is a single
 	// line listing what each alternative was missing.
 	Problems []string
 }

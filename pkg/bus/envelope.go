@@ -85,6 +85,11 @@ const (
 	// FrameEnd ends the stream without a response: the request was
 	// cancelled.
 	FrameEnd FrameKind = 'E'
+	// FrameClose asks the frontend to close the client's connection
+	// without ending the logical stream (SSE polling, SEP-1699); the
+	// payload is the retry interval in milliseconds, in decimal. The
+	// request goes on; the client resumes with GET and Last-Event-ID.
+	FrameClose FrameKind = 'C'
 	// FrameNoResponders is synthesized by ParseFrame from NATS's "no
 	// responders" status: no worker serves the request subject.
 	FrameNoResponders FrameKind = '0'
@@ -108,8 +113,38 @@ func ParseFrame(data []byte, status string) (FrameKind, []byte) {
 		return FrameInvalid, nil
 	}
 	switch k := FrameKind(data[0]); k {
-	case FrameNotification, FrameServerRequest, FrameResponse, FrameHeartbeat, FrameEnd:
+	case FrameNotification, FrameServerRequest, FrameResponse, FrameHeartbeat, FrameEnd, FrameClose:
 		return k, data[1:]
 	}
 	return FrameInvalid, nil
+}
+
+// LiveEnd marks the end of a live stream (after its final event).
+const LiveEnd = "end"
+
+// AppendLiveEvent encodes one event of a live stream: its decimal index, a
+// newline, then the data.
+func AppendLiveEvent(b []byte, index uint64, data []byte) []byte {
+	b = append(b, itoa(index)...)
+	b = append(b, '\n')
+	return append(b, data...)
+}
+
+// ParseLiveEvent decodes AppendLiveEvent's output; end reports the LiveEnd
+// marker.
+func ParseLiveEvent(p []byte) (index uint64, data []byte, end bool, ok bool) {
+	if string(p) == LiveEnd {
+		return 0, nil, true, true
+	}
+	i := bytes.IndexByte(p, '\n')
+	if i <= 0 {
+		return 0, nil, false, false
+	}
+	for _, c := range p[:i] {
+		if c < '0' || c > '9' {
+			return 0, nil, false, false
+		}
+		index = index*10 + uint64(c-'0')
+	}
+	return index, p[i+1:], false, true
 }

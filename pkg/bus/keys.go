@@ -36,6 +36,11 @@ func ParseServerRequestID(id protocol.ID) (worker string, ok bool) {
 	if i <= 0 || i == len(s)-1 {
 		return "", false
 	}
+	for _, c := range s[i+1:] {
+		if c < '0' || c > '9' {
+			return "", false // ours always end in a decimal sequence number
+		}
+	}
 	return s[:i], true
 }
 

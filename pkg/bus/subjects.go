@@ -80,6 +80,14 @@ func (s Subjects) Session(id string) string { return s.p() + ".sess." + Token(id
 // streams must see.
 func (s Subjects) SessionControl(id string) string { return s.p() + ".sessctl." + Token(id) }
 
+// Live is the subject on which the frontend holding a detached legacy
+// stream (its client went away, or the server closed the connection)
+// publishes the stream's new events, so a client resuming the stream on
+// another frontend gets them live after replaying the log.
+func (s Subjects) Live(session, stream string) string {
+	return s.p() + ".live." + Token(session) + "." + Token(stream)
+}
+
 // SessionQueue is the queue group of GET streams on Session subjects.
 const SessionQueue = "get"
 

@@ -1,7 +1,9 @@
 package frontend
 
 import (
+	"context"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
@@ -22,125 +24,276 @@ type forwardSpec struct {
 	onResponse func(resp []byte, h http.Header) (int, error)
 }
 
+// exchange is one forwarded request, from publish to final frame. It is
+// served attached to the client's HTTP response; a legacy exchange whose
+// client goes away (or whose worker asks to close the connection, SSE
+// polling) goes on detached: its events are still logged, and published
+// live for a client that resumes the stream with Last-Event-ID.
+type exchange struct {
+	f         *Frontend
+	spec      *forwardSpec
+	st        *stream
+	deadline  time.Time
+	cancelKey string
+
+	// sse is the client's SSE writer; nil before SSE starts and once
+	// detached. sseID is the SSE stream id ("" until SSE starts).
+	sse      *sseWriter
+	sseID    string
+	detached bool
+}
+
+// result of handling one frame or event.
+type step int
+
+const (
+	stepContinue step = iota
+	stepDone
+	stepDetach
+)
+
 // forward publishes the request to the workers and writes what comes back:
 // a plain JSON response when the first frame is the response, otherwise an
 // SSE stream carrying every notification and server-to-client request, then
-// the response. It returns when the exchange is over.
+// the response.
 func (f *Frontend) forward(w http.ResponseWriter, r *http.Request, spec *forwardSpec) {
 	st := f.openStream()
-	defer f.closeStream(st)
-	deadline := time.Now().Add(f.opts.RequestTimeout)
+	ex := &exchange{f: f, spec: spec, st: st, deadline: time.Now().Add(f.opts.RequestTimeout)}
+	ex.cancelKey = bus.CancelKeyStream(f.id, st.id)
+	if spec.session != nil {
+		ex.cancelKey = bus.CancelKeyLegacy(spec.session.ID, spec.msg.ID)
+	}
 	hdr := &bus.RequestHeader{
 		Era: spec.era, Frontend: f.id, Stream: st.id, Session: spec.session,
-		DeadlineMs: deadline.UnixMilli(), Traceparent: r.Header.Get("Traceparent"),
+		DeadlineMs: ex.deadline.UnixMilli(), Traceparent: r.Header.Get("Traceparent"),
 	}
 	data, err := bus.EncodeRequest(hdr, spec.body)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, spec.msg.ID, protocol.NewError(protocol.CodeInternalError, "internal error"))
-		return
+	if err == nil {
+		err = f.nc.PublishMsg(&nats.Msg{Subject: f.subj.Request(spec.msg.Method, spec.name), Reply: f.subj.Stream(f.id, st.id), Data: data})
 	}
-	out := &nats.Msg{Subject: f.subj.Request(spec.msg.Method, spec.name), Reply: f.subj.Stream(f.id, st.id), Data: data}
-	if err := f.nc.PublishMsg(out); err != nil {
+	if err != nil {
+		f.closeStream(st)
 		f.log.Warn("frontend: publishing a request", "err", err)
 		writeError(w, http.StatusServiceUnavailable, spec.msg.ID, protocol.NewError(protocol.CodeInternalError, "message bus unavailable; retry"))
 		return
 	}
-	cancelKey := bus.CancelKeyStream(f.id, st.id)
-	if spec.session != nil {
-		cancelKey = bus.CancelKeyLegacy(spec.session.ID, spec.msg.ID)
+	if ex.serve(w, r) == stepDetach {
+		ex.detached = true
+		ex.sse = nil
+		f.active.Add(1) // the caller's own count is still held
+		go func() {
+			defer f.active.Done()
+			defer f.closeStream(st)
+			ex.drain()
+		}()
+		return
 	}
+	f.closeStream(st)
+}
 
-	var sse *sseWriter
-	// fail ends the exchange with a JSON-RPC error, on whichever form the
-	// response has taken.
-	fail := func(status int, e *protocol.Error) {
-		if sse == nil {
-			writeError(w, status, spec.msg.ID, e)
-			return
-		}
-		_ = sse.event("", protocol.AppendErrorResponse(nil, spec.msg.ID, e))
-	}
-	cancelWorker := func() { _ = f.nc.Publish(f.subj.Cancel(), []byte(cancelKey)) }
+func (ex *exchange) legacy() bool { return ex.spec.session != nil }
 
-	reqTimer := time.NewTimer(time.Until(deadline))
+func (ex *exchange) cancelWorker() {
+	_ = ex.f.nc.Publish(ex.f.subj.Cancel(), []byte(ex.cancelKey))
+}
+
+// serve runs the exchange attached to the client.
+func (ex *exchange) serve(w http.ResponseWriter, r *http.Request) step {
+	f := ex.f
+	reqTimer := time.NewTimer(time.Until(ex.deadline))
 	defer reqTimer.Stop()
 	live := time.NewTimer(f.opts.WorkerTimeout)
 	defer live.Stop()
 	for {
 		select {
-		case fr, ok := <-st.ch:
-			if !ok {
-				// Overflow: the client reads too slowly. Drop the stream.
-				cancelWorker()
-				return
+		case fr, ok := <-ex.st.ch:
+			if !ok { // overflow: the client reads too slowly
+				ex.cancelWorker()
+				return stepDone
 			}
 			live.Reset(f.opts.WorkerTimeout)
-			switch fr.kind {
-			case bus.FrameHeartbeat:
-			case bus.FrameNoResponders:
-				fail(http.StatusServiceUnavailable, protocol.NewError(protocol.CodeInternalError,
-					"no worker is available to serve %q; retry later", spec.msg.Method))
-				return
-			case bus.FrameResponse:
-				if sse != nil {
-					_ = sse.event("", fr.payload)
-					return
-				}
-				status := http.StatusOK
-				var extra http.Header
-				if spec.onResponse != nil {
-					extra = http.Header{}
-					s, err := spec.onResponse(fr.payload, extra)
-					if err != nil {
-						f.log.Error("frontend: completing a response", "method", spec.msg.Method, "err", err)
-						writeError(w, http.StatusServiceUnavailable, spec.msg.ID, protocol.NewError(protocol.CodeInternalError, "could not complete the request; retry"))
-						return
-					}
-					status = s
-				}
-				writeJSON(w, status, fr.payload, func(h http.Header) {
-					for k, v := range extra {
-						h[k] = v
-					}
-				})
-				return
-			case bus.FrameNotification, bus.FrameServerRequest:
-				if sse == nil {
-					sse = startSSE(w, f.opts.WriteTimeout, nil)
-				}
-				if err := sse.event("", fr.payload); err != nil {
-					f.clientGone(spec, cancelWorker)
-					return
-				}
-			case bus.FrameEnd:
-				// Cancelled: the stream ends without a response.
-				if sse == nil {
-					sse = startSSE(w, f.opts.WriteTimeout, nil)
-				}
-				return
+			if s := ex.frame(w, fr); s != stepContinue {
+				return s
 			}
 		case <-live.C:
-			cancelWorker()
-			fail(http.StatusServiceUnavailable, protocol.NewError(protocol.CodeInternalError,
-				"the worker handling %q stopped responding; retry", spec.msg.Method))
-			return
+			ex.cancelWorker()
+			ex.fail(w, http.StatusServiceUnavailable, protocol.NewError(protocol.CodeInternalError,
+				"the worker handling %q stopped responding; retry", ex.spec.msg.Method))
+			return stepDone
 		case <-reqTimer.C:
-			cancelWorker()
-			fail(http.StatusGatewayTimeout, protocol.NewError(protocol.CodeInternalError,
+			ex.cancelWorker()
+			ex.fail(w, http.StatusGatewayTimeout, protocol.NewError(protocol.CodeInternalError,
 				"request timed out after %s", f.opts.RequestTimeout))
-			return
+			return stepDone
 		case <-r.Context().Done():
-			f.clientGone(spec, cancelWorker)
-			return
+			return ex.clientGone()
 		}
 	}
 }
 
 // clientGone handles a client that closed the response stream: on modern
 // requests that is the cancellation; on legacy it is not (the client must
-// send notifications/cancelled), so the request runs on.
-func (f *Frontend) clientGone(spec *forwardSpec, cancelWorker func()) {
-	if spec.era == protocol.EraModern {
-		cancelWorker()
+// send notifications/cancelled), so the request runs on, detached.
+func (ex *exchange) clientGone() step {
+	if !ex.legacy() {
+		ex.cancelWorker()
+		return stepDone
 	}
+	return stepDetach
+}
+
+// frame handles one frame while attached.
+func (ex *exchange) frame(w http.ResponseWriter, fr frame) step {
+	switch fr.kind {
+	case bus.FrameNoResponders:
+		ex.fail(w, http.StatusServiceUnavailable, protocol.NewError(protocol.CodeInternalError,
+			"no worker is available to serve %q; retry later", ex.spec.msg.Method))
+		return stepDone
+	case bus.FrameResponse:
+		if ex.sse != nil {
+			_ = ex.emit(fr.payload)
+			return stepDone
+		}
+		ex.writeJSON(w, fr.payload)
+		return stepDone
+	case bus.FrameNotification, bus.FrameServerRequest:
+		ex.startSSE(w)
+		if err := ex.emit(fr.payload); err != nil {
+			return ex.clientGone()
+		}
+	case bus.FrameEnd:
+		// Cancelled: the stream ends without a response.
+		ex.startSSE(w)
+		return stepDone
+	case bus.FrameClose:
+		if !ex.legacy() {
+			return stepContinue
+		}
+		ex.startSSE(w)
+		if ms, err := strconv.ParseUint(string(fr.payload), 10, 32); err == nil {
+			_ = ex.sse.raw([]byte("retry: " + strconv.FormatUint(ms, 10) + "\n\n"))
+		}
+		return stepDetach
+	}
+	return stepContinue
+}
+
+func (ex *exchange) writeJSON(w http.ResponseWriter, payload []byte) {
+	status := http.StatusOK
+	var extra http.Header
+	if ex.spec.onResponse != nil {
+		extra = http.Header{}
+		s, err := ex.spec.onResponse(payload, extra)
+		if err != nil {
+			ex.f.log.Error("frontend: completing a response", "method", ex.spec.msg.Method, "err", err)
+			writeError(w, http.StatusServiceUnavailable, ex.spec.msg.ID, protocol.NewError(protocol.CodeInternalError, "could not complete the request; retry"))
+			return
+		}
+		status = s
+	}
+	writeJSON(w, status, payload, func(h http.Header) {
+		for k, v := range extra {
+			h[k] = v
+		}
+	})
+}
+
+// startSSE switches the response to an SSE stream; on legacy sessions it
+// sends the priming event (an id and empty data) so the client can resume.
+func (ex *exchange) startSSE(w http.ResponseWriter) {
+	if ex.sse != nil {
+		return
+	}
+	ex.sse = startSSE(w, ex.f.opts.WriteTimeout, nil)
+	if ex.legacy() {
+		ex.sseID = newStreamID('p')
+		_ = ex.sse.priming(formatEventID(ex.sseID, 0), ex.f.opts.SSERetry)
+	}
+}
+
+// emit logs a legacy stream event (giving it its id), publishes it live
+// when detached, and writes it to the client when attached.
+func (ex *exchange) emit(payload []byte) error {
+	id := ""
+	if ex.legacy() && ex.sseID != "" {
+		idx, ok := ex.f.logEvent(ex.spec.session.ID, ex.sseID, payload)
+		if ok {
+			id = formatEventID(ex.sseID, idx)
+			if ex.detached {
+				_ = ex.f.nc.Publish(ex.f.subj.Live(ex.spec.session.ID, ex.sseID), bus.AppendLiveEvent(nil, idx, payload))
+			}
+		}
+	}
+	if ex.sse == nil {
+		return nil
+	}
+	return ex.sse.event(id, payload)
+}
+
+// fail ends the exchange with a JSON-RPC error, in whichever form the
+// response has taken.
+func (ex *exchange) fail(w http.ResponseWriter, status int, e *protocol.Error) {
+	if ex.sse == nil && !ex.detached {
+		writeError(w, status, ex.spec.msg.ID, e)
+		return
+	}
+	_ = ex.emit(protocol.AppendErrorResponse(nil, ex.spec.msg.ID, e))
+}
+
+// drain runs a detached legacy exchange to its end: events go to the log
+// and to the live subject of the stream, where a resuming client gets them.
+func (ex *exchange) drain() {
+	f := ex.f
+	defer func() {
+		if ex.sseID != "" {
+			_ = f.nc.Publish(f.subj.Live(ex.spec.session.ID, ex.sseID), []byte(bus.LiveEnd))
+		}
+	}()
+	reqTimer := time.NewTimer(time.Until(ex.deadline))
+	defer reqTimer.Stop()
+	live := time.NewTimer(f.opts.WorkerTimeout)
+	defer live.Stop()
+	for {
+		select {
+		case fr, ok := <-ex.st.ch:
+			if !ok {
+				ex.cancelWorker()
+				return
+			}
+			live.Reset(f.opts.WorkerTimeout)
+			switch fr.kind {
+			case bus.FrameNotification, bus.FrameServerRequest:
+				_ = ex.emit(fr.payload)
+			case bus.FrameResponse:
+				_ = ex.emit(fr.payload)
+				return
+			case bus.FrameEnd:
+				return
+			case bus.FrameNoResponders:
+				ex.fail(nil, 0, protocol.NewError(protocol.CodeInternalError, "no worker is available to serve %q; retry later", ex.spec.msg.Method))
+				return
+			}
+		case <-live.C:
+			ex.cancelWorker()
+			ex.fail(nil, 0, protocol.NewError(protocol.CodeInternalError, "the worker handling %q stopped responding; retry", ex.spec.msg.Method))
+			return
+		case <-reqTimer.C:
+			ex.cancelWorker()
+			ex.fail(nil, 0, protocol.NewError(protocol.CodeInternalError, "request timed out after %s", f.opts.RequestTimeout))
+			return
+		}
+	}
+}
+
+// logEvent appends an event to a legacy stream's log and returns its index;
+// ok is false when the store failed (the event is then sent without an id).
+func (f *Frontend) logEvent(session, stream string, payload []byte) (uint64, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	idx, err := f.opts.Store.AppendEvent(ctx, session, stream, payload)
+	if err != nil {
+		f.log.Warn("frontend: logging a stream event", "err", err)
+		return 0, false
+	}
+	return idx, true
 }

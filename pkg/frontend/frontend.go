@@ -68,6 +68,9 @@ type Options struct {
 	AllowedOrigins []string
 	// WriteTimeout bounds each write to a client stream; zero means 10s.
 	WriteTimeout time.Duration
+	// SSERetry is the reconnection delay (SSE retry:) announced in the
+	// priming event of legacy streams; zero means 1s, negative omits it.
+	SSERetry time.Duration
 }
 
 // Frontend serves the MCP endpoint.
@@ -81,6 +84,7 @@ type Frontend struct {
 	hostCheck *allowList
 
 	sub *nats.Subscription
+	hub *hub
 
 	mu      sync.Mutex
 	streams map[string]*stream // stream id -> open stream
@@ -129,6 +133,9 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 	if opts.WriteTimeout == 0 {
 		opts.WriteTimeout = 10 * time.Second
 	}
+	if opts.SSERetry == 0 {
+		opts.SSERetry = time.Second
+	}
 	hc, err := newAllowList(opts.AllowedHosts, opts.AllowedOrigins)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
@@ -137,10 +144,12 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Frontend{
+	f := &Frontend{
 		nc: nc, opts: opts, log: log.With("frontend", opts.ID), subj: opts.Subjects, id: opts.ID,
 		hostCheck: hc, streams: map[string]*stream{}, shutdown: make(chan struct{}),
-	}, nil
+	}
+	f.hub = newHub(f)
+	return f, nil
 }
 
 // ID returns the frontend's bus id.
@@ -154,6 +163,10 @@ func (f *Frontend) Start(ctx context.Context) error {
 	}
 	_ = sub.SetPendingLimits(-1, 256<<20)
 	f.sub = sub
+	if err := f.hub.start(); err != nil {
+		_ = sub.Unsubscribe()
+		return fmt.Errorf("frontend: subscribing to events: %w", err)
+	}
 	if err := f.nc.FlushTimeout(5 * time.Second); err != nil {
 		return fmt.Errorf("frontend: flushing subscriptions: %w", err)
 	}
@@ -178,6 +191,7 @@ func (f *Frontend) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
+	f.hub.stop()
 	if f.sub != nil {
 		_ = f.sub.Unsubscribe()
 	}

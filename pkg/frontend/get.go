@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
@@ -13,9 +12,8 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// serveGet opens the legacy session's GET stream: session-scoped
-// notifications and server-to-client requests not tied to a POST, plus
-// list_changed events; keepalive comments every Options.KeepAlive.
+// serveGet opens a legacy session's GET stream, or resumes a stream (GET
+// or POST) after the event named by Last-Event-ID.
 func (f *Frontend) serveGet(w http.ResponseWriter, r *http.Request) {
 	if !accepts(r, "text/event-stream") {
 		httpError(w, http.StatusNotAcceptable, protocol.CodeInvalidRequest, "Not Acceptable: the Accept header must list text/event-stream")
@@ -36,80 +34,89 @@ func (f *Frontend) serveGet(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-
-	// Session messages reach exactly one GET stream of the session (queue
-	// group); lifecycle and list events reach all of them. nats.go calls
-	// each subscription's handler on its own goroutine, hence mu.
-	ch := make(chan *nats.Msg, f.opts.StreamBuffer)
-	overflow := make(chan struct{})
-	var (
-		mu         sync.Mutex
-		overflowed bool
-	)
-	handler := func(m *nats.Msg) {
-		mu.Lock()
-		defer mu.Unlock()
-		if overflowed {
+	streamID, after := "", uint64(0)
+	if last := r.Header.Get(hdrLastEventID); last != "" {
+		s, idx, ok := parseEventID(last)
+		if !ok {
+			httpError(w, http.StatusBadRequest, protocol.CodeInvalidRequest, "Bad Request: Last-Event-ID is not an event id of this server")
 			return
 		}
-		select {
-		case ch <- m:
-		default:
-			overflowed = true
-			close(overflow)
+		if s[0] == 'p' {
+			f.resumePost(w, r, sess, s, idx)
+			return
 		}
+		streamID, after = s, idx
 	}
-	var subs []*nats.Subscription
-	defer func() {
-		for _, s := range subs {
-			_ = s.Unsubscribe()
+	f.getStream(w, r, sess, streamID, after)
+}
+
+// getStream serves the session's GET stream: session-scoped notifications
+// and server-to-client requests not tied to a POST, list_changed events,
+// and resources/updated for subscribed URIs, each logged for resumption;
+// keepalive comments every Options.KeepAlive. A resumed GET stream first
+// replays the events after `after`.
+func (f *Frontend) getStream(w http.ResponseWriter, r *http.Request, sess *sessionstore.Session, streamID string, after uint64) {
+	resumed := streamID != ""
+	if !resumed {
+		streamID = newStreamID('g')
+	}
+	var replay []sessionstore.Event
+	if resumed {
+		ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
+		evs, err := f.opts.Store.EventsAfter(ctx, sess.ID, streamID, after)
+		cancel()
+		if err != nil && !f.storeErr(w, err) {
+			return
 		}
-	}()
-	add := func(s *nats.Subscription, err error) bool {
-		if err != nil {
-			f.log.Warn("frontend: subscribing for a GET stream", "err", err)
-			httpError(w, http.StatusServiceUnavailable, protocol.CodeInternalError, "message bus unavailable; retry")
-			return false
-		}
-		subs = append(subs, s)
-		return true
+		replay = evs
 	}
-	if !add(f.nc.QueueSubscribe(f.subj.Session(sess.ID), bus.SessionQueue, handler)) ||
-		!add(f.nc.Subscribe(f.subj.SessionControl(sess.ID), handler)) ||
-		!add(f.nc.Subscribe(f.subj.AllListChanged(), handler)) {
-		return
-	}
-	if err := f.nc.FlushTimeout(5 * time.Second); err != nil {
-		httpError(w, http.StatusServiceUnavailable, protocol.CodeInternalError, "message bus unavailable; retry")
+	g := &getStream{id: streamID, session: sess.ID, ch: make(chan []byte, f.opts.StreamBuffer), done: make(chan struct{})}
+	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
+	err := f.hub.attach(ctx, g)
+	cancel()
+	defer f.hub.detach(g)
+	if err != nil {
+		f.log.Warn("frontend: opening a GET stream", "err", err)
+		httpError(w, http.StatusServiceUnavailable, protocol.CodeInternalError, "could not open the stream; retry")
 		return
 	}
 
 	sse := startSSE(w, f.opts.WriteTimeout, nil)
+	if !resumed {
+		if err := sse.priming(formatEventID(streamID, 0), f.opts.SSERetry); err != nil {
+			return
+		}
+	}
+	for _, ev := range replay {
+		if err := sse.event(formatEventID(streamID, ev.Index), ev.Data); err != nil {
+			return
+		}
+	}
 	var keepalive <-chan time.Time
 	if f.opts.KeepAlive > 0 {
 		t := time.NewTicker(f.opts.KeepAlive)
 		defer t.Stop()
 		keepalive = t.C
 	}
-	ctlSubject := f.subj.SessionControl(sess.ID)
 	for {
 		select {
-		case m := <-ch:
-			if m.Subject == ctlSubject {
-				if string(m.Data) == ctlDeleted {
-					return
-				}
-				continue
+		case fr := <-g.ch:
+			_, payload := bus.ParseFrame(fr, "")
+			id := ""
+			if idx, ok := f.logEvent(sess.ID, streamID, payload); ok {
+				id = formatEventID(streamID, idx)
 			}
-			if err := sse.event("", m.Data); err != nil {
+			if err := sse.event(id, payload); err != nil {
 				return
 			}
 		case <-keepalive:
 			if err := sse.comment("keepalive"); err != nil {
 				return
 			}
-		case <-overflow:
-			f.log.Warn("frontend: closing a slow GET stream")
+		case <-g.done:
+			if g.reason == "slow reader" {
+				f.log.Warn("frontend: closing a slow GET stream")
+			}
 			return
 		case <-f.shutdown:
 			return
@@ -119,8 +126,101 @@ func (f *Frontend) serveGet(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// ctlDeleted is the SessionControl message announcing the session's end.
-const ctlDeleted = "deleted"
+// storeErr writes the answer to a store error and reports whether the
+// caller may go on (ErrEventsPurged is not fatal: the replay is empty).
+func (f *Frontend) storeErr(w http.ResponseWriter, err error) bool {
+	switch {
+	case errors.Is(err, sessionstore.ErrEventsPurged):
+		return true
+	case errors.Is(err, sessionstore.ErrNotFound):
+		httpError(w, http.StatusNotFound, codeSessionNotFound, "Session not found")
+	default:
+		f.log.Error("frontend: reading a stream log", "err", err)
+		httpError(w, http.StatusServiceUnavailable, protocol.CodeInternalError, "session store unavailable; retry")
+	}
+	return false
+}
+
+// resumePost resumes a POST response stream on any frontend: it subscribes
+// to the stream's live subject first (so nothing published during the
+// replay is lost), replays the logged events after `after`, then relays
+// live events until the response, which ends the stream.
+func (f *Frontend) resumePost(w http.ResponseWriter, r *http.Request, sess *sessionstore.Session, stream string, after uint64) {
+	liveCh := make(chan *nats.Msg, f.opts.StreamBuffer)
+	sub, err := f.nc.ChanSubscribe(f.subj.Live(sess.ID, stream), liveCh)
+	if err == nil {
+		defer sub.Unsubscribe()
+		err = f.nc.FlushTimeout(storeTimeout)
+	}
+	if err != nil {
+		httpError(w, http.StatusServiceUnavailable, protocol.CodeInternalError, "message bus unavailable; retry")
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
+	evs, err := f.opts.Store.EventsAfter(ctx, sess.ID, stream, after)
+	cancel()
+	if errors.Is(err, sessionstore.ErrEventsPurged) {
+		httpError(w, http.StatusNotFound, protocol.CodeInvalidRequest, "the stream's events are no longer available; retry the request")
+		return
+	}
+	if err != nil && !f.storeErr(w, err) {
+		return
+	}
+	sse := startSSE(w, f.opts.WriteTimeout, nil)
+	last := after
+	for _, ev := range evs {
+		if err := sse.event(formatEventID(stream, ev.Index), ev.Data); err != nil {
+			return
+		}
+		last = ev.Index
+		if isResponse(ev.Data) {
+			return
+		}
+	}
+	var keepalive <-chan time.Time
+	if f.opts.KeepAlive > 0 {
+		t := time.NewTicker(f.opts.KeepAlive)
+		defer t.Stop()
+		keepalive = t.C
+	}
+	deadline := time.NewTimer(f.opts.RequestTimeout)
+	defer deadline.Stop()
+	for {
+		select {
+		case m := <-liveCh:
+			idx, data, end, ok := bus.ParseLiveEvent(m.Data)
+			if !ok || (!end && idx <= last) {
+				continue
+			}
+			if end {
+				return
+			}
+			if err := sse.event(formatEventID(stream, idx), data); err != nil {
+				return
+			}
+			last = idx
+			if isResponse(data) {
+				return
+			}
+		case <-keepalive:
+			if err := sse.comment("keepalive"); err != nil {
+				return
+			}
+		case <-deadline.C:
+			return
+		case <-f.shutdown:
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// isResponse reports whether a logged message is a JSON-RPC response.
+func isResponse(data []byte) bool {
+	m, err := protocol.Decode(data, 0)
+	return err == nil && m.Kind() == protocol.KindResponse
+}
 
 // serveDelete ends a legacy session everywhere: the record, its
 // subscriptions and logs go, and every frontend closes its streams.

@@ -10,6 +10,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
+	"github.com/nats-io/nats.go"
 )
 
 // legacyMethods are the client requests of the handshake era.
@@ -181,7 +182,41 @@ func (f *Frontend) legacyRequest(w http.ResponseWriter, r *http.Request, sess *s
 		writeJSON(w, http.StatusOK, protocol.AppendResponse(nil, msg.ID, []byte("{}")), nil)
 		return
 	}
-	f.forward(w, r, &forwardSpec{era: protocol.EraLegacy, msg: msg, body: body, session: snapshot(sess), name: routingName(msg.Method, head)})
+	spec := &forwardSpec{era: protocol.EraLegacy, msg: msg, body: body, session: snapshot(sess), name: routingName(msg.Method, head)}
+	if msg.Method == protocol.MethodResourcesSubscribe || msg.Method == protocol.MethodResourcesUnsubscribe {
+		// The worker validates (capability, author hook); on success the
+		// subscription is recorded here, where the store is.
+		spec.onResponse = func(resp []byte, _ http.Header) (int, error) {
+			return http.StatusOK, f.recordSubscription(sess.ID, msg.Method == protocol.MethodResourcesSubscribe, resp, head)
+		}
+	}
+	f.forward(w, r, spec)
+}
+
+// recordSubscription stores a legacy resource (un)subscription the worker
+// accepted and waits until the frontend holding the session's GET stream
+// (if any) has picked it up, so an update raised right after the answer is
+// delivered.
+func (f *Frontend) recordSubscription(session string, subscribe bool, resp []byte, head *protocol.ParamsHead) error {
+	m, err := protocol.Decode(resp, 0)
+	if err != nil || m.Error != nil || head.URI == nil {
+		return nil // an error answer is passed through as is
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	if subscribe {
+		err = f.opts.Store.Subscribe(ctx, session, *head.URI)
+	} else {
+		err = f.opts.Store.Unsubscribe(ctx, session, *head.URI)
+	}
+	if err != nil {
+		return err
+	}
+	_, err = f.nc.RequestWithContext(ctx, f.subj.SessionControl(session), []byte(ctlSubs))
+	if err != nil && !errors.Is(err, nats.ErrNoResponders) {
+		f.log.Warn("frontend: announcing a subscription change", "err", err)
+	}
+	return nil
 }
 
 // routingName is the name a request is routed by on the bus: the tool,
@@ -204,6 +239,13 @@ func (f *Frontend) legacyNotification(ctx context.Context, sess *sessionstore.Se
 		defer cancel()
 		if err := f.opts.Store.Update(ctx, sess.ID, sessionstore.Patch{ClientInitialized: &t}); err != nil && !errors.Is(err, sessionstore.ErrNotFound) {
 			f.log.Warn("frontend: recording notifications/initialized", "err", err)
+		}
+	case protocol.NotificationRootsListChanged:
+		// For the server author's callback, on any one worker.
+		hdr := &bus.RequestHeader{Era: protocol.EraLegacy, Frontend: f.id, Session: snapshot(sess)}
+		raw := protocol.AppendNotification(nil, msg.Method, msg.Params)
+		if data, err := bus.EncodeRequest(hdr, raw); err == nil {
+			_ = f.nc.Publish(f.subj.Request(msg.Method, ""), data)
 		}
 	case protocol.NotificationCancelled:
 		var id protocol.ID

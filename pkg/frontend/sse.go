@@ -3,6 +3,7 @@ package frontend
 import (
 	"bytes"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -74,3 +75,18 @@ func (s *sseWriter) write(b []byte) error {
 }
 
 func (s *sseWriter) flush() error { return s.rc.Flush() }
+
+// priming writes the priming event of a resumable stream: an id and empty
+// data, with the reconnection delay.
+func (s *sseWriter) priming(id string, retry time.Duration) error {
+	b := []byte("id: " + id + "\n")
+	if retry > 0 {
+		b = append(b, "retry: "...)
+		b = append(b, []byte(strconvItoa(retry.Milliseconds()))...)
+		b = append(b, '\n')
+	}
+	b = append(b, "data: \n\n"...)
+	return s.write(b)
+}
+
+func strconvItoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 )
 
 // ID is a JSON-RPC request id: a string or an integer, never null. The zero
@@ -90,15 +91,54 @@ func (id *ID) UnmarshalJSON(data []byte) error {
 	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 		n, err := strconv.ParseInt(string(data), 10, 64)
 		if err != nil {
-			// Accept integral values written with an exponent or ".0".
-			f, ferr := strconv.ParseFloat(string(data), 64)
-			if ferr != nil || f != float64(int64(f)) {
+			// Accept integral values written with an exponent or ".0",
+			// but only when exact: a float64 would round 1.00000000000000001
+			// or 12345678901234567.0 to another id.
+			var ok bool
+			if n, ok = integralNumber(data); !ok {
 				return ErrInvalidID
 			}
-			n = int64(f)
 		}
 		*id = Int64ID(n)
 		return nil
 	}
 	return ErrInvalidID
+}
+
+// integralNumber returns the value of the JSON number s when it is exactly
+// an integer that fits in int64 ("1.0", "1e2", "-2.50e1"), ok=false
+// otherwise.
+func integralNumber(s []byte) (n int64, ok bool) {
+	if !json.Valid(s) {
+		return 0, false
+	}
+	str := string(s)
+	neg := strings.HasPrefix(str, "-")
+	str = strings.TrimPrefix(str, "-")
+	exp := 0
+	if i := strings.IndexAny(str, "eE"); i >= 0 {
+		e, err := strconv.Atoi(str[i+1:])
+		if err != nil {
+			return 0, false // an exponent beyond int: never an int64
+		}
+		str, exp = str[:i], e
+	}
+	whole, frac, _ := strings.Cut(str, ".")
+	digits := strings.TrimLeft(whole+frac, "0")
+	exp -= len(frac)
+	for exp < 0 && strings.HasSuffix(digits, "0") {
+		digits, exp = digits[:len(digits)-1], exp+1
+	}
+	switch {
+	case digits == "":
+		return 0, true
+	case exp < 0 || exp > 19 || len(digits)+exp > 19:
+		return 0, false
+	}
+	digits += strings.Repeat("0", exp)
+	if neg {
+		digits = "-" + digits
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	return n, err == nil
 }

@@ -114,7 +114,13 @@ func Decode(data []byte, maxDepth int) (*Message, error) {
 		if errors.As(err, &se) || !json.Valid(data) {
 			return nil, &DecodeError{Err: NewError(CodeParseError, "parse error: invalid JSON")}
 		}
-		return nil, &DecodeError{Err: NewError(CodeInvalidRequest, "invalid request: %v", err)}
+		// A member of the wrong type ("method":5): Unmarshal still filled
+		// the others, so echo the id when it is readable.
+		de := &DecodeError{Err: NewError(CodeInvalidRequest, "invalid request: %v", err)}
+		if len(w.ID) > 0 {
+			_ = de.ID.UnmarshalJSON(w.ID)
+		}
+		return nil, de
 	}
 	m := &Message{Params: nonNull(w.Params), Result: nonNull(w.Result)}
 	if w.Method != nil {
@@ -153,6 +159,10 @@ func Decode(data []byte, maxDepth int) (*Message, error) {
 	}
 	if m.Kind() == KindResponse && m.Result != nil && firstByte(m.Result) != '{' {
 		return fail("result must be an object")
+	}
+	if m.Kind() == KindResponse && m.Result != nil && !m.ID.IsValid() {
+		// Only an error response may omit the id.
+		return fail("a result response must have an id")
 	}
 	return m, nil
 }

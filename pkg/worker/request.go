@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -65,12 +66,13 @@ func (f *inflight) abort(reason string) {
 }
 
 func (w *Worker) onRequest(m *nats.Msg) {
-	if m.Reply == "" {
-		return
-	}
 	hdr, raw, err := bus.DecodeRequest(m.Data)
 	if err != nil {
 		w.log.Warn("worker: dropping a malformed envelope", "err", err)
+		return
+	}
+	if m.Reply == "" {
+		w.onNotification(hdr, raw)
 		return
 	}
 	msg, err := protocol.Decode(raw, 0)
@@ -256,6 +258,57 @@ func (o *outbound) Call(ctx context.Context, method string, params any) (json.Ra
 	return o.f.w.call(ctx, o.f, method, params)
 }
 
+// CloseStream asks the frontend to close the client's connection while the
+// request goes on (SEP-1699 polling).
+func (o *outbound) CloseStream(ctx context.Context, retryAfter time.Duration) error {
+	ms := retryAfter.Milliseconds()
+	if ms < 0 {
+		ms = 0
+	}
+	if !o.f.publish(bus.FrameClose, strconv.AppendInt(nil, ms, 10), false) {
+		return errors.New("worker: the request is over")
+	}
+	return nil
+}
+
+// sessionOutbound reaches a legacy session's GET stream, for messages that
+// belong to no request of their own.
+func (w *Worker) sessionOutbound(session string) *outbound {
+	return &outbound{f: &inflight{
+		w: w, reply: w.subj.Session(session), session: session,
+		cancel: func(error) {}, pending: map[string]struct{}{},
+	}}
+}
+
+// onNotification handles a client notification forwarded by a frontend
+// (legacy notifications/roots/list_changed).
+func (w *Worker) onNotification(hdr *bus.RequestHeader, raw []byte) {
+	msg, err := protocol.Decode(raw, 0)
+	if err != nil || msg.Kind() != protocol.KindNotification || hdr.Session == nil {
+		return
+	}
+	s := hdr.Session
+	req := &mcp.Request{
+		Method: msg.Method, Era: hdr.Era, Principal: hdr.Principal,
+		SessionID: s.ID, ProtocolVersion: s.ProtocolVersion,
+		ClientInfo: s.ClientInfo, ClientCapabilities: s.ClientCapabilities, LogLevel: s.LogLevel,
+		Out: w.sessionOutbound(s.ID),
+	}
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return
+	}
+	w.wg.Add(1)
+	w.mu.Unlock()
+	go func() {
+		defer w.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), w.opts.DefaultTimeout)
+		defer cancel()
+		w.srv.HandleNotification(ctx, req)
+	}()
+}
+
 // events publishes change events on the bus.
 type events struct{ w *Worker }
 
@@ -268,6 +321,11 @@ func (e *events) ListChanged(ctx context.Context, kind string) error {
 		return fmt.Errorf("worker: publishing list_changed: %w", err)
 	}
 	return nil
+}
+
+// NotifySession sends a notification to one legacy session's GET stream.
+func (e *events) NotifySession(ctx context.Context, session, method string, params any) error {
+	return e.w.sessionOutbound(session).Notify(ctx, method, params)
 }
 
 func (e *events) ResourceUpdated(ctx context.Context, uri string) error {

@@ -1,0 +1,223 @@
+package bus_test
+
+import (
+	"bytes"
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/mcpfleet/mcpfleet/pkg/bus"
+	"github.com/mcpfleet/mcpfleet/pkg/protocol"
+)
+
+func fullHeader() *bus.RequestHeader {
+	return &bus.RequestHeader{
+		Era:      protocol.EraLegacy,
+		Frontend: "fe-1",
+		Stream:   "st-9",
+		Session: &bus.SessionInfo{
+			ID:                 "sess\n1",
+			ProtocolVersion:    "2025-11-25",
+			ClientInfo:         &protocol.Implementation{Name: "client", Version: "1.0"},
+			ClientCapabilities: &protocol.ClientCapabilities{Roots: &protocol.RootsCapability{ListChanged: true}, Elicitation: &protocol.ElicitationCapability{}},
+			LogLevel:           protocol.LevelWarning,
+		},
+		Principal:   "user\nwith newline",
+		DeadlineMs:  1767225600000,
+		Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+	}
+}
+
+func TestRequestEnvelopeRoundTrip(t *testing.T) {
+	tests := []struct {
+		name string
+		h    *bus.RequestHeader
+		msg  []byte
+	}{
+		{"full header", fullHeader(), []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`)},
+		{"modern, minimal header", &bus.RequestHeader{Era: protocol.EraModern, Frontend: "f", Stream: "s"}, []byte(`{"jsonrpc":"2.0","id":"a","method":"ping"}`)},
+		{"zero header", &bus.RequestHeader{}, []byte(`{}`)},
+		{"newlines in the message", fullHeader(), []byte("{\"jsonrpc\":\"2.0\",\n\"id\":1,\r\n\"method\":\"m\",\"params\":{\"s\":\"a\\nb\"}}\n\n")},
+		{"message starting with a newline", fullHeader(), []byte("\n{}\n")},
+		{"empty message", fullHeader(), []byte{}},
+		{"binary message", fullHeader(), []byte{0, '\n', 0xff, '\n'}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			env, err := bus.EncodeRequest(tc.h, tc.msg)
+			if err != nil {
+				t.Fatalf("EncodeRequest: %v", err)
+			}
+			h, msg, err := bus.DecodeRequest(env)
+			if err != nil {
+				t.Fatalf("DecodeRequest(%q): %v", env, err)
+			}
+			if !reflect.DeepEqual(h, tc.h) {
+				t.Errorf("header = %+v, want %+v", h, tc.h)
+			}
+			if !bytes.Equal(msg, tc.msg) {
+				t.Errorf("message = %q, want %q", msg, tc.msg)
+			}
+			if !bytes.HasSuffix(env, tc.msg) {
+				t.Errorf("envelope %q does not end with the message verbatim", env)
+			}
+		})
+	}
+}
+
+func TestRequestHeaderWireNames(t *testing.T) {
+	env, err := bus.EncodeRequest(&bus.RequestHeader{Era: protocol.EraModern, Frontend: "f", Stream: "s", Principal: "p", DeadlineMs: 5, Traceparent: "tp"}, []byte("M"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"era":2,"fe":"f","st":"s","p":"p","dl":5,"tp":"tp"}` + "\nM"; string(env) != want {
+		t.Errorf("envelope = %q, want %q", env, want)
+	}
+}
+
+func TestDecodeRequestMalformed(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+	}{
+		{"empty", ""},
+		{"no newline", `{"era":1,"fe":"f","st":"s"}`},
+		{"header not JSON", "hello\n{}"},
+		{"empty header", "\n{}"},
+		{"truncated header", `{"era":1,"fe":` + "\n{}"},
+		{"header of the wrong type", `{"era":"legacy"}` + "\n{}"},
+		{"header an array", "[]\n{}"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h, msg, err := bus.DecodeRequest([]byte(tc.in))
+			if !errors.Is(err, bus.ErrBadEnvelope) {
+				t.Fatalf("DecodeRequest(%q) = %+v, %q, %v; want ErrBadEnvelope", tc.in, h, msg, err)
+			}
+			if h != nil || msg != nil {
+				t.Errorf("DecodeRequest returned %+v, %q with the error", h, msg)
+			}
+		})
+	}
+}
+
+func TestAnswerEnvelopeRoundTrip(t *testing.T) {
+	tests := []struct {
+		name string
+		h    *bus.ClientAnswer
+		msg  []byte
+	}{
+		{"session and principal", &bus.ClientAnswer{Session: "s1", Principal: "alice"}, []byte(`{"jsonrpc":"2.0","id":"mcpf-w-1","result":{}}`)},
+		{"session only", &bus.ClientAnswer{Session: "s1"}, []byte(`{"jsonrpc":"2.0","id":"mcpf-w-2","error":{"code":-1,"message":"no"}}`)},
+		{"newlines everywhere", &bus.ClientAnswer{Session: "a\nb", Principal: "c\nd"}, []byte("{\n\"jsonrpc\":\"2.0\",\n\"id\":\"x\",\"result\":{}}\n")},
+		{"empty message", &bus.ClientAnswer{}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			env, err := bus.EncodeAnswer(tc.h, tc.msg)
+			if err != nil {
+				t.Fatalf("EncodeAnswer: %v", err)
+			}
+			h, msg, err := bus.DecodeAnswer(env)
+			if err != nil {
+				t.Fatalf("DecodeAnswer(%q): %v", env, err)
+			}
+			if !reflect.DeepEqual(h, tc.h) {
+				t.Errorf("header = %+v, want %+v", h, tc.h)
+			}
+			if !bytes.Equal(msg, tc.msg) {
+				t.Errorf("message = %q, want %q", msg, tc.msg)
+			}
+		})
+	}
+}
+
+func TestDecodeAnswerMalformed(t *testing.T) {
+	for _, in := range []string{"", `{"s":"x"}`, "nope\n{}", `{"s":1}` + "\n{}", "\n{}"} {
+		t.Run(in, func(t *testing.T) {
+			h, msg, err := bus.DecodeAnswer([]byte(in))
+			if !errors.Is(err, bus.ErrBadEnvelope) {
+				t.Fatalf("DecodeAnswer(%q) = %+v, %q, %v; want ErrBadEnvelope", in, h, msg, err)
+			}
+		})
+	}
+}
+
+func TestParseFrame(t *testing.T) {
+	tests := []struct {
+		name        string
+		data        []byte
+		status      string
+		wantKind    bus.FrameKind
+		wantPayload []byte
+	}{
+		{"notification", []byte(`N{"jsonrpc":"2.0","method":"m"}`), "", bus.FrameNotification, []byte(`{"jsonrpc":"2.0","method":"m"}`)},
+		{"server request", []byte(`Q{"jsonrpc":"2.0","id":"mcpf-w-1","method":"roots/list"}`), "", bus.FrameServerRequest, []byte(`{"jsonrpc":"2.0","id":"mcpf-w-1","method":"roots/list"}`)},
+		{"response", []byte(`R{"jsonrpc":"2.0","id":1,"result":{}}`), "", bus.FrameResponse, []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)},
+		{"heartbeat", []byte("Hworker-7"), "", bus.FrameHeartbeat, []byte("worker-7")},
+		{"end", []byte("E"), "", bus.FrameEnd, []byte{}},
+		{"unknown kind", []byte("X{}"), "", bus.FrameInvalid, nil},
+		{"no-responders byte is not a frame kind", []byte("0"), "", bus.FrameInvalid, nil},
+		{"lower-case kind", []byte("r{}"), "", bus.FrameInvalid, nil},
+		{"empty data", nil, "", bus.FrameInvalid, nil},
+		{"empty data, not nil", []byte{}, "", bus.FrameInvalid, nil},
+		{"no responders", nil, "503", bus.FrameNoResponders, nil},
+		{"no responders with data", []byte("R{}"), "503", bus.FrameNoResponders, nil},
+		{"other status is ignored", []byte("R{}"), "408", bus.FrameResponse, []byte("{}")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			kind, payload := bus.ParseFrame(tc.data, tc.status)
+			if kind != tc.wantKind {
+				t.Errorf("kind = %q, want %q", kind, tc.wantKind)
+			}
+			if !bytes.Equal(payload, tc.wantPayload) || (payload == nil) != (tc.wantPayload == nil) {
+				t.Errorf("payload = %q, want %q", payload, tc.wantPayload)
+			}
+		})
+	}
+}
+
+func TestAppendFrameRoundTrip(t *testing.T) {
+	payload := []byte(`{"jsonrpc":"2.0","method":"notifications/progress"}`)
+	for _, k := range []bus.FrameKind{bus.FrameNotification, bus.FrameServerRequest, bus.FrameResponse, bus.FrameHeartbeat, bus.FrameEnd} {
+		t.Run(string(rune(k)), func(t *testing.T) {
+			frame := bus.AppendFrame(nil, k, payload)
+			kind, got := bus.ParseFrame(frame, "")
+			if kind != k || !bytes.Equal(got, payload) {
+				t.Errorf("ParseFrame(AppendFrame(%q)) = %q, %q", k, kind, got)
+			}
+			prefixed := bus.AppendFrame([]byte("xx"), k, payload)
+			if !bytes.Equal(prefixed[2:], frame) {
+				t.Errorf("AppendFrame with a prefix = %q", prefixed)
+			}
+		})
+	}
+}
+
+var benchMsg = []byte(`{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"search",` +
+	`"arguments":{"query":"nats queue groups","limit":10},"_meta":{"progressToken":"p-17"}}}`)
+
+func BenchmarkEncodeRequest(b *testing.B) {
+	h := fullHeader()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := bus.EncodeRequest(h, benchMsg); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecodeRequest(b *testing.B) {
+	env, err := bus.EncodeRequest(fullHeader(), benchMsg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(env)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, msg, err := bus.DecodeRequest(env); err != nil || len(msg) != len(benchMsg) {
+			b.Fatalf("DecodeRequest: %v", err)
+		}
+	}
+}
