@@ -36,7 +36,10 @@ func NewExampleServer(fixtureName string, log *slog.Logger) (*mcp.Server, error)
 	} else {
 		s = mcp.NewServer(protocol.Implementation{Name: "mcpfleet", Version: Version}, &mcp.ServerOptions{ResourceSubscriptions: true, Logger: log})
 	}
-	if err := fixture.RegisterDemo(s, nil); err != nil {
+	if log == nil {
+		log = slog.Default()
+	}
+	if err := fixture.RegisterDemo(s, fixture.LogObserver{Log: log}); err != nil {
 		return nil, err
 	}
 	return s, nil

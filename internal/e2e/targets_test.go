@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +20,10 @@ type target struct {
 	// clientInfo returns the stored clientInfo name and protocol version of
 	// a session; nil when the store is not visible.
 	record func(t *testing.T, id string) (clientName, version string)
+	// logs returns what the workers logged so far.
+	logs func() string
+	// cluster is set for the multi-process target.
+	cluster *testenv.Cluster
 }
 
 func (tg *target) client(t *testing.T) *testenv.Client {
@@ -31,13 +36,14 @@ func startTargets(t *testing.T, args ...string) []*target {
 	t.Helper()
 	var out []*target
 
-	_, url := testenv.StartMCPFleet(t, append([]string{"--fixture", "conformance"}, args...)...)
-	out = append(out, &target{name: "all-in-one", urls: []string{url}})
+	aio, url := testenv.StartMCPFleet(t, append([]string{"--fixture", "conformance"}, args...)...)
+	out = append(out, &target{name: "all-in-one", urls: []string{url}, logs: aio.Log})
 
 	ip := testenv.StartInProc(t, testenv.InProcOptions{Store: storeOptions(t, args)})
 	out = append(out, &target{
 		name: "in-process",
 		urls: []string{ip.URL},
+		logs: ip.Logs.String,
 		sessions: func(t *testing.T) int {
 			return ip.Store.Len()
 		},
@@ -62,8 +68,16 @@ func startTargets(t *testing.T, args ...string) []*target {
 		t.Fatal(err)
 	}
 	out = append(out, &target{
-		name: "cluster",
-		urls: c.URLs,
+		name:    "cluster",
+		urls:    c.URLs,
+		cluster: c,
+		logs: func() string {
+			var b strings.Builder
+			for _, w := range c.Workers {
+				b.WriteString(w.Log())
+			}
+			return b.String()
+		},
 		sessions: func(t *testing.T) int {
 			keys, err := rdb.Keys(context.Background(), "mcp:{*}:rec").Result()
 			if err != nil {

@@ -301,7 +301,12 @@ type Stream struct {
 	Status int
 	Header http.Header
 	Events chan Event
-	body   io.Closer
+	// Body is the body of a non-SSE response.
+	Body []byte
+	// SchemaErrors collects schema violations of received messages (read
+	// it after the stream ended).
+	SchemaErrors []error
+	body         io.Closer
 }
 
 // Close closes the stream.
@@ -332,13 +337,42 @@ func (s *Stream) Next(tb testing.TB, timeout time.Duration) Event {
 // OpenGet opens the session's GET stream on the next URL.
 func (c *Client) OpenGet(hdr map[string]string) *Stream {
 	c.tb.Helper()
-	req, _ := http.NewRequest(http.MethodGet, c.URL(), nil)
-	req.Header.Set("Accept", "text/event-stream")
+	return c.open(http.MethodGet, nil, hdr)
+}
+
+// PostStream sends a request to the next URL and returns its response
+// stream, read in the background (for SSE responses; a JSON response
+// arrives as one event).
+func (c *Client) PostStream(msg any, hdr map[string]string) *Stream {
+	c.tb.Helper()
+	body, err := json.Marshal(msg)
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	return c.open(http.MethodPost, body, hdr)
+}
+
+func (c *Client) open(method string, body []byte, hdr map[string]string) *Stream {
+	c.tb.Helper()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, _ := http.NewRequest(method, c.URL(), rd)
+	if method == http.MethodGet {
+		req.Header.Set("Accept", "text/event-stream")
+	} else {
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if c.SessionID != "" {
 		req.Header.Set("Mcp-Session-Id", c.SessionID)
 	}
 	if c.ProtocolVersion != "" {
 		req.Header.Set("Mcp-Protocol-Version", c.ProtocolVersion)
+	}
+	for k, v := range c.Header {
+		req.Header[k] = v
 	}
 	for k, v := range hdr {
 		if v == "" {
@@ -347,26 +381,78 @@ func (c *Client) OpenGet(hdr map[string]string) *Stream {
 			req.Header.Set(k, v)
 		}
 	}
-	hc := &http.Client{} // no timeout: the stream is long-lived
+	hc := &http.Client{} // no timeout: the stream may be long-lived
 	resp, err := hc.Do(req)
 	if err != nil {
-		c.tb.Fatalf("client: GET: %v", err)
+		c.tb.Fatalf("client: %s: %v", method, err)
 	}
-	s := &Stream{Status: resp.StatusCode, Header: resp.Header, Events: make(chan Event, 256), body: resp.Body}
+	s := &Stream{Status: resp.StatusCode, Header: resp.Header, Events: make(chan Event, 1024), body: resp.Body}
 	c.tb.Cleanup(func() { resp.Body.Close() })
-	if resp.StatusCode != 200 {
+	ct := resp.Header.Get("Content-Type")
+	if resp.StatusCode != 200 || !strings.HasPrefix(ct, "text/event-stream") {
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
+		s.Body = b
+		if resp.StatusCode == 200 && len(b) > 0 {
+			s.Events <- Event{Data: string(b)}
+		}
 		close(s.Events)
-		s.Events = nil
-		_ = b
 		return s
 	}
+	schemas := c.Schemas
 	go func() {
 		defer close(s.Events)
-		ParseSSE(resp.Body, func(ev Event) bool { s.Events <- ev; return true })
+		ParseSSE(resp.Body, func(ev Event) bool {
+			if schemas != nil && ev.Data != "" {
+				if err := schemas.ValidateMessage("", []byte(ev.Data)); err != nil {
+					s.SchemaErrors = append(s.SchemaErrors, err)
+				}
+			}
+			s.Events <- ev
+			return true
+		})
 	}()
 	return s
+}
+
+// NextMessage returns the next event that carries data, decoded.
+func (s *Stream) NextMessage(tb testing.TB, timeout time.Duration) (Event, Message) {
+	tb.Helper()
+	for {
+		ev := s.Next(tb, timeout)
+		if ev.Data == "" {
+			continue // priming event
+		}
+		var m Message
+		if err := json.Unmarshal([]byte(ev.Data), &m); err != nil {
+			tb.Fatalf("stream: event data is not JSON: %q", ev.Data)
+		}
+		return ev, m
+	}
+}
+
+// Rest reads the stream to its end (or timeout) and returns the data
+// events; ended is false when the timeout came first.
+func (s *Stream) Rest(timeout time.Duration) (msgs []Message, ids []string, ended bool) {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	for {
+		select {
+		case ev, ok := <-s.Events:
+			if !ok {
+				return msgs, ids, true
+			}
+			if ev.Comment || ev.Data == "" {
+				continue
+			}
+			var m Message
+			_ = json.Unmarshal([]byte(ev.Data), &m)
+			msgs = append(msgs, m)
+			ids = append(ids, ev.ID)
+		case <-t.C:
+			return msgs, ids, false
+		}
+	}
 }
 
 // ErrorCode returns the JSON-RPC error code of a reply (0 if none).

@@ -2,7 +2,10 @@ package testenv
 
 import (
 	"context"
+	"log/slog"
 	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -67,6 +70,8 @@ func StartCluster(tb testing.TB, opts ClusterOptions) *Cluster {
 // InProc is an all-in-one deployment inside the test process: embedded
 // NATS, the in-memory store, one worker and one frontend behind httptest.
 type InProc struct {
+	// Logs holds what the worker and frontend logged.
+	Logs     *logBuffer
 	URL      string
 	Store    *sessionstore.Memory
 	NC       *nats.Conn
@@ -83,6 +88,24 @@ type InProcOptions struct {
 	NoFixture bool
 	// Server, when set, is served instead of the example server.
 	Server *mcp.Server
+}
+
+// logBuffer is an io.Writer that keeps what was written.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }
 
 // StartInProc starts an in-process all-in-one.
@@ -102,6 +125,8 @@ func StartInProc(tb testing.TB, opts InProcOptions) *InProc {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(nc.Close)
+	logs := &logBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	store, err := sessionstore.NewMemory(&opts.Store)
 	if err != nil {
 		tb.Fatal(err)
@@ -113,11 +138,11 @@ func StartInProc(tb testing.TB, opts InProcOptions) *InProc {
 		if opts.NoFixture {
 			fix = ""
 		}
-		if srv, err = app.NewExampleServer(fix, nil); err != nil {
+		if srv, err = app.NewExampleServer(fix, log); err != nil {
 			tb.Fatal(err)
 		}
 	}
-	w, err := worker.New(nc, srv, nil)
+	w, err := worker.New(nc, srv, &worker.Options{Logger: log})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -132,6 +157,9 @@ func StartInProc(tb testing.TB, opts InProcOptions) *InProc {
 	})
 	fo := opts.Frontend
 	fo.Store = store
+	if fo.Logger == nil {
+		fo.Logger = log
+	}
 	fe, err := frontend.New(nc, fo)
 	if err != nil {
 		tb.Fatal(err)
@@ -147,5 +175,5 @@ func StartInProc(tb testing.TB, opts InProcOptions) *InProc {
 		hs.CloseClientConnections()
 		hs.Close()
 	})
-	return &InProc{URL: hs.URL + "/mcp", Store: store, NC: nc, Server: srv, Worker: w, Frontend: fe}
+	return &InProc{Logs: logs, URL: hs.URL + "/mcp", Store: store, NC: nc, Server: srv, Worker: w, Frontend: fe}
 }

@@ -156,6 +156,7 @@ func TestParseFrame(t *testing.T) {
 		{"response", []byte(`R{"jsonrpc":"2.0","id":1,"result":{}}`), "", bus.FrameResponse, []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)},
 		{"heartbeat", []byte("Hworker-7"), "", bus.FrameHeartbeat, []byte("worker-7")},
 		{"end", []byte("E"), "", bus.FrameEnd, []byte{}},
+		{"close", []byte("C1000"), "", bus.FrameClose, []byte("1000")},
 		{"unknown kind", []byte("X{}"), "", bus.FrameInvalid, nil},
 		{"no-responders byte is not a frame kind", []byte("0"), "", bus.FrameInvalid, nil},
 		{"lower-case kind", []byte("r{}"), "", bus.FrameInvalid, nil},
@@ -180,7 +181,7 @@ func TestParseFrame(t *testing.T) {
 
 func TestAppendFrameRoundTrip(t *testing.T) {
 	payload := []byte(`{"jsonrpc":"2.0","method":"notifications/progress"}`)
-	for _, k := range []bus.FrameKind{bus.FrameNotification, bus.FrameServerRequest, bus.FrameResponse, bus.FrameHeartbeat, bus.FrameEnd} {
+	for _, k := range []bus.FrameKind{bus.FrameNotification, bus.FrameServerRequest, bus.FrameResponse, bus.FrameHeartbeat, bus.FrameEnd, bus.FrameClose} {
 		t.Run(string(rune(k)), func(t *testing.T) {
 			frame := bus.AppendFrame(nil, k, payload)
 			kind, got := bus.ParseFrame(frame, "")
@@ -218,6 +219,36 @@ func BenchmarkDecodeRequest(b *testing.B) {
 	for b.Loop() {
 		if _, msg, err := bus.DecodeRequest(env); err != nil || len(msg) != len(benchMsg) {
 			b.Fatalf("DecodeRequest: %v", err)
+		}
+	}
+}
+
+func TestLiveEventRoundTrip(t *testing.T) {
+	tests := []struct {
+		name  string
+		index uint64
+		data  []byte
+	}{
+		{"first", 0, []byte(`{"jsonrpc":"2.0","method":"m"}`)},
+		{"large index", 18446744073709551615, []byte("x")},
+		{"data with newlines", 7, []byte("a\nb\n")},
+		{"empty data", 3, []byte{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := bus.AppendLiveEvent(nil, tc.index, tc.data)
+			index, data, end, ok := bus.ParseLiveEvent(p)
+			if !ok || end || index != tc.index || !bytes.Equal(data, tc.data) {
+				t.Errorf("ParseLiveEvent(%q) = %d, %q, end=%v, ok=%v; want %d, %q", p, index, data, end, ok, tc.index, tc.data)
+			}
+		})
+	}
+	if _, _, end, ok := bus.ParseLiveEvent([]byte(bus.LiveEnd)); !end || !ok {
+		t.Errorf("ParseLiveEvent(LiveEnd) = end %v, ok %v; want true, true", end, ok)
+	}
+	for _, bad := range []string{"", "\nx", "12", "1a\nx", "-1\nx", " 1\nx"} {
+		if _, _, end, ok := bus.ParseLiveEvent([]byte(bad)); ok || end {
+			t.Errorf("ParseLiveEvent(%q) = end %v, ok %v; want a rejection", bad, end, ok)
 		}
 	}
 }

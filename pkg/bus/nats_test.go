@@ -79,8 +79,10 @@ func TestNoRespondersReachesTheFrontendStream(t *testing.T) {
 	fe := connect(t, e, "frontend")
 	subj := bus.Subjects{Prefix: "nr"}
 
-	sub, err := fe.SubscribeSync(subj.FrontendStreams("fe-1"))
-	if err != nil {
+	// A callback subscription, as the frontend's: a synchronous one would
+	// turn the status message into nats.ErrNoResponders and drop it.
+	frames := make(chan *nats.Msg, 4)
+	if _, err := fe.Subscribe(subj.FrontendStreams("fe-1"), func(m *nats.Msg) { frames <- m }); err != nil {
 		t.Fatal(err)
 	}
 	flush(t, fe)
@@ -92,9 +94,11 @@ func TestNoRespondersReachesTheFrontendStream(t *testing.T) {
 		t.Fatalf("PublishMsg: %v", err)
 	}
 
-	got, err := sub.NextMsg(deadline)
-	if err != nil {
-		t.Fatalf("no frame on %s within %v: %v", subj.FrontendStreams("fe-1"), deadline, err)
+	var got *nats.Msg
+	select {
+	case got = <-frames:
+	case <-time.After(deadline):
+		t.Fatalf("no frame on %s within %v", subj.FrontendStreams("fe-1"), deadline)
 	}
 	if got.Subject != msg.Reply {
 		t.Errorf("frame subject = %q, want the reply subject %q", got.Subject, msg.Reply)
@@ -108,6 +112,26 @@ func TestNoRespondersReachesTheFrontendStream(t *testing.T) {
 	}
 	if kind, payload := bus.ParseFrame(got.Data, status); kind != bus.FrameNoResponders || payload != nil {
 		t.Errorf("ParseFrame = %q, %q; want FrameNoResponders", kind, payload)
+	}
+	// Once a worker listens, the same publish reaches it instead.
+	w := connect(t, e, "worker")
+	reqs := make(chan *nats.Msg, 1)
+	if _, err := w.QueueSubscribe(subj.AllRequests(), bus.WorkerQueue, func(m *nats.Msg) { reqs <- m }); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, w)
+	if err := fe.PublishMsg(msg); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-reqs:
+		if m.Reply != msg.Reply {
+			t.Errorf("worker got reply %q, want %q", m.Reply, msg.Reply)
+		}
+	case m := <-frames:
+		t.Fatalf("frontend got %q (status %q) although a worker listens", m.Data, m.Header.Get("Status"))
+	case <-time.After(deadline):
+		t.Fatalf("the worker got no request within %v", deadline)
 	}
 }
 

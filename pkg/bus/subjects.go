@@ -55,6 +55,10 @@ func (s Subjects) Stream(fe, stream string) string {
 	return s.p() + ".fe." + Token(fe) + "." + Token(stream)
 }
 
+// FrontendControl is where frontend fe answers liveness probes: a
+// frontend resuming another's stream asks it before taking the stream over.
+func (s Subjects) FrontendControl(fe string) string { return s.p() + ".fectl." + Token(fe) }
+
 // FrontendStreams matches every stream subject of frontend fe.
 func (s Subjects) FrontendStreams(fe string) string { return s.p() + ".fe." + Token(fe) + ".*" }
 

@@ -8,9 +8,12 @@ import (
 )
 
 // SSE event ids are "<stream>:<index>": the stream id (unique within the
-// session; "p…" for a POST response stream, "g…" for a GET stream) and the
-// event's index in that stream's log (0 for the priming event). One pair of
-// functions formats and parses them.
+// session) and the event's index in that stream's log (0 for the priming
+// event). A GET stream id is "g" + random hex. A POST stream id is
+// "p" + hex(frontend id) + "x" + bus stream id: it names where the worker's
+// frames for the stream go, so another frontend can take the stream over
+// when the one holding it died. One set of functions formats and parses
+// them.
 
 func formatEventID(stream string, index uint64) string {
 	return stream + ":" + strconv.FormatUint(index, 10)
@@ -28,7 +31,12 @@ func parseEventID(s string) (stream string, index uint64, ok bool) {
 		return "", 0, false
 	}
 	for _, c := range stream[1:] {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z') {
+			return "", 0, false
+		}
+	}
+	if stream[0] == 'p' {
+		if _, _, ok := splitPostStream(stream); !ok {
 			return "", 0, false
 		}
 	}
@@ -44,4 +52,23 @@ func newStreamID(kind byte) string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return string(kind) + hex.EncodeToString(b[:])
+}
+
+// postStreamID names the SSE stream of a POST held by frontend fe on bus
+// stream bus (a base-36 token).
+func postStreamID(fe, bus string) string {
+	return "p" + hex.EncodeToString([]byte(fe)) + "x" + bus
+}
+
+// splitPostStream inverts postStreamID.
+func splitPostStream(stream string) (fe, bus string, ok bool) {
+	i := strings.IndexByte(stream, 'x')
+	if i < 1 || i == len(stream)-1 || stream[0] != 'p' {
+		return "", "", false
+	}
+	b, err := hex.DecodeString(stream[1:i])
+	if err != nil || len(b) == 0 {
+		return "", "", false
+	}
+	return string(b), stream[i+1:], true
 }

@@ -77,7 +77,11 @@ func (f *Frontend) forward(w http.ResponseWriter, r *http.Request, spec *forward
 		writeError(w, http.StatusServiceUnavailable, spec.msg.ID, protocol.NewError(protocol.CodeInternalError, "message bus unavailable; retry"))
 		return
 	}
-	if ex.serve(w, r) == stepDetach {
+	st1 := ex.serve(w, r)
+	if st1 != stepDetach && ex.sseID != "" {
+		_ = f.nc.Publish(f.subj.Live(spec.session.ID, ex.sseID), []byte(bus.LiveEnd))
+	}
+	if st1 == stepDetach {
 		ex.detached = true
 		ex.sse = nil
 		f.active.Add(1) // the caller's own count is still held
@@ -206,22 +210,22 @@ func (ex *exchange) startSSE(w http.ResponseWriter) {
 	}
 	ex.sse = startSSE(w, ex.f.opts.WriteTimeout, nil)
 	if ex.legacy() {
-		ex.sseID = newStreamID('p')
+		ex.sseID = postStreamID(ex.f.id, ex.st.id)
 		_ = ex.sse.priming(formatEventID(ex.sseID, 0), ex.f.opts.SSERetry)
 	}
 }
 
-// emit logs a legacy stream event (giving it its id), publishes it live
-// when detached, and writes it to the client when attached.
+// emit logs a legacy stream event (giving it its id), publishes it on the
+// stream's live subject (for a client that resumes the stream elsewhere,
+// also while this connection seems alive), and writes it to the client
+// when attached.
 func (ex *exchange) emit(payload []byte) error {
 	id := ""
 	if ex.legacy() && ex.sseID != "" {
 		idx, ok := ex.f.logEvent(ex.spec.session.ID, ex.sseID, payload)
 		if ok {
 			id = formatEventID(ex.sseID, idx)
-			if ex.detached {
-				_ = ex.f.nc.Publish(ex.f.subj.Live(ex.spec.session.ID, ex.sseID), bus.AppendLiveEvent(nil, idx, payload))
-			}
+			_ = ex.f.nc.Publish(ex.f.subj.Live(ex.spec.session.ID, ex.sseID), bus.AppendLiveEvent(nil, idx, payload))
 		}
 	}
 	if ex.sse == nil {

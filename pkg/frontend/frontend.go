@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -83,13 +84,15 @@ type Frontend struct {
 
 	hostCheck *allowList
 
-	sub *nats.Subscription
-	hub *hub
+	sub    *nats.Subscription
+	ctlSub *nats.Subscription
+	hub    *hub
 
 	mu      sync.Mutex
 	streams map[string]*stream // stream id -> open stream
 	closing bool
 	seq     uint64
+	boot    string // random base-36 prefix of bus stream ids: unique across restarts
 
 	shutdown chan struct{} // closed by Shutdown
 	once     sync.Once
@@ -149,6 +152,9 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 		hostCheck: hc, streams: map[string]*stream{}, shutdown: make(chan struct{}),
 	}
 	f.hub = newHub(f)
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	f.boot = strconv.FormatUint(uint64(b[0])<<24|uint64(b[1])<<16|uint64(b[2])<<8|uint64(b[3]), 36) + "z"
 	return f, nil
 }
 
@@ -163,6 +169,12 @@ func (f *Frontend) Start(ctx context.Context) error {
 	}
 	_ = sub.SetPendingLimits(-1, 256<<20)
 	f.sub = sub
+	ctl, err := f.nc.Subscribe(f.subj.FrontendControl(f.id), func(m *nats.Msg) { _ = m.Respond([]byte("ok")) })
+	if err != nil {
+		_ = sub.Unsubscribe()
+		return fmt.Errorf("frontend: subscribing to its control subject: %w", err)
+	}
+	f.ctlSub = ctl
 	if err := f.hub.start(); err != nil {
 		_ = sub.Unsubscribe()
 		return fmt.Errorf("frontend: subscribing to events: %w", err)
@@ -194,6 +206,7 @@ func (f *Frontend) Shutdown(ctx context.Context) error {
 	f.hub.stop()
 	if f.sub != nil {
 		_ = f.sub.Unsubscribe()
+		_ = f.ctlSub.Unsubscribe()
 	}
 	return err
 }

@@ -141,16 +141,40 @@ func (f *Frontend) storeErr(w http.ResponseWriter, err error) bool {
 	return false
 }
 
-// resumePost resumes a POST response stream on any frontend: it subscribes
-// to the stream's live subject first (so nothing published during the
-// replay is lost), replays the logged events after `after`, then relays
-// live events until the response, which ends the stream.
+// resumePost resumes a POST response stream on any frontend. It
+// subscribes first (so nothing published during the replay is lost), then
+// replays the logged events after `after`, then relays new events until
+// the response, which ends the stream. New events come from the live
+// subject of the frontend that holds the stream. When that frontend is gone
+// (it does not answer on its control subject, checked now and then), this
+// frontend takes the stream over: it subscribes to the worker's frames for
+// the stream and logs and writes them itself.
 func (f *Frontend) resumePost(w http.ResponseWriter, r *http.Request, sess *sessionstore.Session, stream string, after uint64) {
-	liveCh := make(chan *nats.Msg, f.opts.StreamBuffer)
-	sub, err := f.nc.ChanSubscribe(f.subj.Live(sess.ID, stream), liveCh)
-	if err == nil {
-		defer sub.Unsubscribe()
-		err = f.nc.FlushTimeout(storeTimeout)
+	fe, busID, _ := splitPostStream(stream)
+	ch := make(chan *nats.Msg, f.opts.StreamBuffer)
+	var subs []*nats.Subscription
+	defer func() {
+		for _, s := range subs {
+			_ = s.Unsubscribe()
+		}
+	}()
+	subscribe := func(subject string) error {
+		s, err := f.nc.ChanSubscribe(subject, ch)
+		if err != nil {
+			return err
+		}
+		subs = append(subs, s)
+		return f.nc.FlushTimeout(storeTimeout)
+	}
+	framesSubject := f.subj.Stream(fe, busID)
+	takeover := false
+	takeOver := func() error {
+		takeover = true
+		return subscribe(framesSubject)
+	}
+	err := subscribe(f.subj.Live(sess.ID, stream))
+	if err == nil && fe != f.id && !f.frontendAlive(r.Context(), fe) {
+		err = takeOver()
 	}
 	if err != nil {
 		httpError(w, http.StatusServiceUnavailable, protocol.CodeInternalError, "message bus unavailable; retry")
@@ -185,23 +209,75 @@ func (f *Frontend) resumePost(w http.ResponseWriter, r *http.Request, sess *sess
 	}
 	deadline := time.NewTimer(f.opts.RequestTimeout)
 	defer deadline.Stop()
+	// While another frontend holds the stream, check now and then that it
+	// is still there; in a takeover, the worker's heartbeats tell that it
+	// still runs the request, and without them the request is lost.
+	var probe <-chan time.Time
+	if fe != f.id && !takeover {
+		t := time.NewTicker(f.opts.WorkerTimeout / 4)
+		defer t.Stop()
+		probe = t.C
+	}
+	var lost <-chan time.Time
+	if takeover {
+		lost = time.After(f.opts.WorkerTimeout)
+	}
 	for {
 		select {
-		case m := <-liveCh:
-			idx, data, end, ok := bus.ParseLiveEvent(m.Data)
-			if !ok || (!end && idx <= last) {
-				continue
+		case m := <-ch:
+			var data []byte
+			if m.Subject == framesSubject {
+				status := ""
+				if m.Header != nil {
+					status = m.Header.Get("Status")
+				}
+				kind, payload := bus.ParseFrame(m.Data, status)
+				lost = time.After(f.opts.WorkerTimeout)
+				switch kind {
+				case bus.FrameNotification, bus.FrameServerRequest, bus.FrameResponse:
+					data = payload
+				case bus.FrameEnd:
+					return
+				default:
+					continue
+				}
+				idx, ok := f.logEvent(sess.ID, stream, data)
+				id := ""
+				if ok {
+					id, last = formatEventID(stream, idx), idx
+				}
+				if err := sse.event(id, data); err != nil {
+					return
+				}
+			} else {
+				idx, d, end, ok := bus.ParseLiveEvent(m.Data)
+				if !ok || (!end && idx <= last) {
+					continue
+				}
+				if end {
+					return
+				}
+				data = d
+				if err := sse.event(formatEventID(stream, idx), data); err != nil {
+					return
+				}
+				last = idx
 			}
-			if end {
-				return
-			}
-			if err := sse.event(formatEventID(stream, idx), data); err != nil {
-				return
-			}
-			last = idx
 			if isResponse(data) {
 				return
 			}
+		case <-probe:
+			if !f.frontendAlive(r.Context(), fe) {
+				probe = nil
+				if err := takeOver(); err != nil {
+					return
+				}
+				lost = time.After(f.opts.WorkerTimeout)
+			}
+		case <-lost:
+			e := protocol.NewError(protocol.CodeInternalError, "the request was lost with the frontend and worker that held it; retry")
+			_ = sse.event("", protocol.AppendErrorResponse(nil, protocol.ID{}, e))
+			return
 		case <-keepalive:
 			if err := sse.comment("keepalive"); err != nil {
 				return
@@ -214,6 +290,16 @@ func (f *Frontend) resumePost(w http.ResponseWriter, r *http.Request, sess *sess
 			return
 		}
 	}
+}
+
+// frontendAlive asks frontend fe whether it is still there; only a "no
+// responders" answer (its connection and subscriptions are gone) counts as
+// dead.
+func (f *Frontend) frontendAlive(ctx context.Context, fe string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, err := f.nc.RequestWithContext(ctx, f.subj.FrontendControl(fe), nil)
+	return !errors.Is(err, nats.ErrNoResponders)
 }
 
 // isResponse reports whether a logged message is a JSON-RPC response.

@@ -27,7 +27,7 @@ type stream struct {
 func (f *Frontend) openStream() *stream {
 	f.mu.Lock()
 	f.seq++
-	id := strconv.FormatUint(f.seq, 36)
+	id := f.boot + strconv.FormatUint(f.seq, 36)
 	s := &stream{id: id, ch: make(chan frame, f.opts.StreamBuffer)}
 	f.streams[id] = s
 	f.mu.Unlock()

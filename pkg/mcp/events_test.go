@@ -55,7 +55,9 @@ func TestEvents(t *testing.T) {
 			}
 		}, nil},
 		{"SetCompletionHandler", func(_ *testing.T, s *mcp.Server) {
-			s.SetCompletionHandler(func(context.Context, *mcp.Request, *protocol.CompleteParams) (*protocol.Completion, error) { return nil, nil })
+			s.SetCompletionHandler(func(context.Context, *mcp.Request, *protocol.CompleteParams) (*protocol.Completion, error) {
+				return nil, nil
+			})
 		}, nil},
 	}
 	for _, tt := range tests {

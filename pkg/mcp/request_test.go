@@ -285,7 +285,9 @@ func TestRequestCallErrors(t *testing.T) {
 		}
 	})
 	t.Run("undecodable answer", func(t *testing.T) {
-		out := &recorder{reply: func(string, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`{"roots":"nope"}`), nil }}
+		out := &recorder{reply: func(string, json.RawMessage) (json.RawMessage, error) {
+			return json.RawMessage(`{"roots":"nope"}`), nil
+		}}
 		if _, err := (&mcp.Request{ClientCapabilities: caps, Out: out}).ListRoots(context.Background()); err == nil {
 			t.Error("a malformed roots/list answer was accepted")
 		}

@@ -62,10 +62,12 @@ type TypedToolHandler[In, Out any] func(ctx context.Context, req *Request, in In
 // When t.InputSchema is nil it is derived from In (a struct: json field
 // names, fields without omitempty required, `jsonschema:"..."` tags as
 // descriptions). When Out is not `any` and t.OutputSchema is nil, the
-// output schema is derived from Out, and the result's structuredContent
-// is set to the returned Out (with its JSON as a text block when the
-// handler returned no content), as the spec asks of tools with an output
-// schema.
+// output schema is derived from Out, which must then describe a JSON
+// object (a struct or a map, as 2025-11-25 requires of outputSchema and
+// structuredContent), and the result's structuredContent is set to the
+// returned Out (with its JSON as a text block when the handler returned no
+// content), as the spec asks of tools with an output schema. A nil Out (a
+// nil pointer or map) adds no structuredContent.
 func AddTool[In, Out any](s *Server, t *protocol.Tool, h TypedToolHandler[In, Out]) error {
 	if t == nil || h == nil {
 		return errors.New("mcp: AddTool needs a tool and a handler")
@@ -81,7 +83,7 @@ func AddTool[In, Out any](s *Server, t *protocol.Tool, h TypedToolHandler[In, Ou
 	outType := reflect.TypeFor[Out]()
 	structured := outType.Kind() != reflect.Interface || outType.NumMethod() != 0
 	if structured && len(def.OutputSchema) == 0 {
-		schema, err := jsonschema.For(outType, nil)
+		schema, err := jsonschema.For(outType, &jsonschema.ForOptions{RequireObject: true})
 		if err != nil {
 			return fmt.Errorf("mcp: tool %q: deriving the output schema: %w", t.Name, err)
 		}
@@ -99,7 +101,7 @@ func AddTool[In, Out any](s *Server, t *protocol.Tool, h TypedToolHandler[In, Ou
 		if res == nil {
 			res = &protocol.CallToolResult{}
 		}
-		if structured && res.StructuredContent == nil && !res.IsError {
+		if structured && res.StructuredContent == nil && !res.IsError && !isNil(out) {
 			res.StructuredContent = out
 			if len(res.Content) == 0 {
 				b, err := json.Marshal(out)
@@ -112,4 +114,17 @@ func AddTool[In, Out any](s *Server, t *protocol.Tool, h TypedToolHandler[In, Ou
 		return res, nil
 	}
 	return s.AddTool(&def, raw)
+}
+
+// isNil reports whether v is a nil pointer, map, slice or interface: a
+// value that marshals as JSON null.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
 }

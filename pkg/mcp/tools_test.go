@@ -361,6 +361,27 @@ func TestTypedTool(t *testing.T) {
 			t.Errorf("got %+v, want isError without structuredContent", res)
 		}
 	})
+	t.Run("nil pointer Out adds no structuredContent", func(t *testing.T) {
+		// Regression: a nil *Out used to be sent as "structuredContent":null
+		// with a "null" text block, which no schema accepts.
+		s := newServer(t, nil)
+		if err := mcp.AddTool(s, &protocol.Tool{Name: "maybe"}, func(_ context.Context, _ *mcp.Request, in sumIn) (*protocol.CallToolResult, *sumOut, error) {
+			if in.A == 0 {
+				return nil, nil, nil
+			}
+			return nil, &sumOut{Sum: in.A}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if _, out := toolDef(t, s, "maybe"); out == nil {
+			t.Error("no outputSchema derived from *sumOut")
+		}
+		raw := mustResult(t, s, legacyReq(protocol.MethodToolsCall), `{"name":"maybe","arguments":{"a":0}}`)
+		validate(t, protocol.Version20251125, "CallToolResult", raw)
+		wantJSON(t, raw, `{"content":[]}`)
+		res := callTool(t, s, "maybe", `{"a":4}`)
+		wantJSON(t, res.StructuredContent, `{"sum":4}`)
+	})
 	t.Run("handler error is a tool error without structuredContent", func(t *testing.T) {
 		res := callTool(t, s, "typed_fails", `{"a":1}`)
 		if !res.IsError || res.StructuredContent != nil || len(res.Content) != 1 || res.Content[0].Text != "cannot add today" {
@@ -438,6 +459,43 @@ func TestAddToolRejects(t *testing.T) {
 			}
 		})
 	}
+	// Regression: a non-object Out used to derive an outputSchema such as
+	// {"type":"string"} and a string structuredContent, both invalid for
+	// 2025-11-25 clients.
+	for _, tt := range []struct {
+		name string
+		add  func(s *mcp.Server) error
+	}{
+		{"string Out", func(s *mcp.Server) error {
+			return mcp.AddTool(s, &protocol.Tool{Name: "t"}, func(context.Context, *mcp.Request, struct{}) (*protocol.CallToolResult, string, error) {
+				return nil, "", nil
+			})
+		}},
+		{"slice Out", func(s *mcp.Server) error {
+			return mcp.AddTool(s, &protocol.Tool{Name: "t"}, func(context.Context, *mcp.Request, struct{}) (*protocol.CallToolResult, []int, error) {
+				return nil, nil, nil
+			})
+		}},
+	} {
+		t.Run("typed tool with a non-object "+tt.name, func(t *testing.T) {
+			s := newServer(t, nil)
+			if err := tt.add(s); err == nil {
+				t.Error("AddTool accepted an Out whose schema is not an object")
+			}
+			if n := listTools(t, s, nil).names(); len(n) != 0 {
+				t.Errorf("tools/list = %v after a rejected AddTool, want none", n)
+			}
+		})
+	}
+	t.Run("typed tool with a map Out", func(t *testing.T) {
+		s := newServer(t, nil)
+		if err := mcp.AddTool(s, &protocol.Tool{Name: "m"}, func(context.Context, *mcp.Request, struct{}) (*protocol.CallToolResult, map[string]int, error) {
+			return nil, map[string]int{"n": 1}, nil
+		}); err != nil {
+			t.Fatalf("AddTool rejected a map Out: %v", err)
+		}
+		wantJSON(t, callTool(t, s, "m", "").StructuredContent, `{"n":1}`)
+	})
 	t.Run("typed tool with a non-object In", func(t *testing.T) {
 		s := newServer(t, nil)
 		err := mcp.AddTool(s, &protocol.Tool{Name: "t"}, func(context.Context, *mcp.Request, string) (*protocol.CallToolResult, any, error) {
