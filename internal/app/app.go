@@ -25,19 +25,22 @@ const Version = "0.1.0"
 // NewExampleServer builds the example worker's server: the demo tools and,
 // with fixture "conformance", the conformance suite's fixture.
 func NewExampleServer(fixtureName string, log *slog.Logger) (*mcp.Server, error) {
+	if log == nil {
+		log = slog.Default()
+	}
 	var s *mcp.Server
 	if fixtureName == "conformance" {
 		opts := fixture.ConformanceOptions()
 		opts.Logger = log
+		opts.RootsListChanged = fixture.LogRootsChanged(log)
 		s = mcp.NewServer(fixture.ConformanceInfo, opts)
 		if err := fixture.RegisterConformance(s); err != nil {
 			return nil, err
 		}
 	} else {
-		s = mcp.NewServer(protocol.Implementation{Name: "mcpfleet", Version: Version}, &mcp.ServerOptions{ResourceSubscriptions: true, Logger: log})
-	}
-	if log == nil {
-		log = slog.Default()
+		s = mcp.NewServer(protocol.Implementation{Name: "mcpfleet", Version: Version}, &mcp.ServerOptions{
+			ResourceSubscriptions: true, Logger: log, RootsListChanged: fixture.LogRootsChanged(log),
+		})
 	}
 	if err := fixture.RegisterDemo(s, fixture.LogObserver{Log: log}); err != nil {
 		return nil, err

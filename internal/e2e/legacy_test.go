@@ -491,3 +491,52 @@ func TestKeepAlive(t *testing.T) {
 		}
 	}
 }
+
+// TestRoots checks roots/list from a tool (on the POST stream) and the
+// server callback for notifications/roots/list_changed, whose roots/list
+// goes on the GET stream because the notification has no stream of its
+// own.
+func TestRoots(t *testing.T) {
+	for _, tg := range startTargets(t) {
+		t.Run(tg.name, func(t *testing.T) {
+			c := tg.client(t)
+			c.Initialize(map[string]any{"roots": map[string]any{"listChanged": true}})
+			roots := map[string]any{"roots": []any{map[string]any{"uri": "file:///a", "name": "a"}, map[string]any{"uri": "file:///b"}}}
+			s := c.PostStream(testenv.Request(1, "tools/call", callParams("list_roots", nil)), nil)
+			_, req := s.NextMessage(t, 10*time.Second)
+			if req.Method != "roots/list" {
+				t.Fatalf("got %s, want roots/list", req.Method)
+			}
+			c.Post(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": roots}, nil)
+			if resp := responseOf(expectEnd(t, s)); resp == nil || !strings.Contains(string(resp.Result), `file:///a\nfile:///b`) {
+				t.Fatalf("list_roots result: %+v", resp)
+			}
+
+			g := c.OpenGet(nil)
+			if r := c.Post(testenv.Notification("notifications/roots/list_changed", nil), nil); r.Status != 202 {
+				t.Fatalf("roots/list_changed: %s", r)
+			}
+			_, req = g.NextMessage(t, 10*time.Second)
+			if req.Method != "roots/list" || req.ID == nil {
+				t.Fatalf("GET stream got %s, want a roots/list request", req.Method)
+			}
+			c.Post(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": roots}, nil)
+			re := regexp.MustCompile(`msg="roots changed" session=` + regexp.QuoteMeta(c.SessionID[:8]) + ` roots=2`)
+			deadline := time.Now().Add(10 * time.Second)
+			for !re.MatchString(tg.logs()) {
+				if time.Now().After(deadline) {
+					t.Fatal("the server callback did not get the roots")
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+
+			// A client without roots cannot be asked.
+			c2 := tg.client(t)
+			c2.Initialize(nil)
+			r := c2.Post(testenv.Request(2, "tools/call", callParams("list_roots", nil)), nil)
+			if resp := r.Response(); resp == nil || !strings.Contains(string(resp.Result), "client lacks the capability: roots") {
+				t.Fatalf("without roots: %s", r.Body)
+			}
+		})
+	}
+}
