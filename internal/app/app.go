@@ -24,7 +24,7 @@ const Version = "0.1.0"
 
 // NewExampleServer builds the example worker's server: the demo tools and,
 // with fixture "conformance", the conformance suite's fixture.
-func NewExampleServer(fixtureName string, log *slog.Logger) (*mcp.Server, error) {
+func NewExampleServer(fixtureName string, log *slog.Logger, stateKey []byte) (*mcp.Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -33,13 +33,14 @@ func NewExampleServer(fixtureName string, log *slog.Logger) (*mcp.Server, error)
 		opts := fixture.ConformanceOptions()
 		opts.Logger = log
 		opts.RootsListChanged = fixture.LogRootsChanged(log)
+		opts.StateKey = stateKey
 		s = mcp.NewServer(fixture.ConformanceInfo, opts)
 		if err := fixture.RegisterConformance(s); err != nil {
 			return nil, err
 		}
 	} else {
 		s = mcp.NewServer(protocol.Implementation{Name: "mcpfleet", Version: Version}, &mcp.ServerOptions{
-			ResourceSubscriptions: true, Logger: log, RootsListChanged: fixture.LogRootsChanged(log),
+			ResourceSubscriptions: true, Logger: log, RootsListChanged: fixture.LogRootsChanged(log), StateKey: stateKey,
 		})
 	}
 	if err := fixture.RegisterDemo(s, fixture.LogObserver{Log: log}); err != nil {
@@ -84,7 +85,12 @@ func RunAllInOne(ctx context.Context, c *Config, ready Ready) error {
 	defer nc.Close()
 	_ = embedded
 
-	srv, err := NewExampleServer(c.Fixture, log)
+	key, keySub, err := sharedStateKey(nc, c.StateKey, log)
+	if err != nil {
+		return err
+	}
+	defer keySub.Unsubscribe()
+	srv, err := NewExampleServer(c.Fixture, log, key)
 	if err != nil {
 		return err
 	}
@@ -131,7 +137,12 @@ func RunWorker(ctx context.Context, c *Config) error {
 		return err
 	}
 	defer nc.Close()
-	srv, err := NewExampleServer(c.Fixture, log)
+	key, keySub, err := sharedStateKey(nc, c.StateKey, log)
+	if err != nil {
+		return err
+	}
+	defer keySub.Unsubscribe()
+	srv, err := NewExampleServer(c.Fixture, log, key)
 	if err != nil {
 		return err
 	}
@@ -166,6 +177,7 @@ func serveFrontend(ctx context.Context, c *Config, nc *nats.Conn, store sessions
 		ID: c.ID, Store: store, Logger: log,
 		MaxBodyBytes: c.MaxBodyBytes, RequestTimeout: c.RequestTimeout,
 		KeepAlive: keepAlive(c.KeepAlive), AllowedHosts: c.AllowedHosts, AllowedOrigins: c.AllowedOrigins,
+		MaxListen: maxListen(c.MaxListen), ListenKeepAlive: keepAlive(c.ListenKeepAlive),
 	})
 	if err != nil {
 		return err
@@ -207,4 +219,13 @@ func keepAlive(d time.Duration) time.Duration {
 		return -1
 	}
 	return d
+}
+
+// maxListen maps the flag (0 = unlimited) onto frontend.Options (negative
+// = unlimited, 0 = default).
+func maxListen(n int64) int {
+	if n == 0 {
+		return -1
+	}
+	return int(n)
 }

@@ -17,22 +17,25 @@ import (
 // Config is the configuration shared by the binaries. Each binary uses the
 // fields that apply to it.
 type Config struct {
-	Listen         string        // HTTP listen address
-	Path           string        // MCP endpoint path
-	NATSURL        string        // "" = embedded NATS (all-in-one only)
-	NATSListen     string        // all-in-one: also expose the embedded NATS on this address
-	RedisURL       string        // "" = in-memory store (all-in-one only)
-	Fixture        string        // "" or "conformance"
-	SessionTTL     time.Duration // idle TTL of legacy sessions
-	RequestTimeout time.Duration
-	KeepAlive      time.Duration
-	AllowedHosts   []string
-	AllowedOrigins []string
-	MaxBodyBytes   int64
-	ID             string // frontend or worker id on the bus
-	LogLevel       string
-	LogFormat      string // text or json
-	DrainTimeout   time.Duration
+	Listen          string        // HTTP listen address
+	Path            string        // MCP endpoint path
+	NATSURL         string        // "" = embedded NATS (all-in-one only)
+	NATSListen      string        // all-in-one: also expose the embedded NATS on this address
+	RedisURL        string        // "" = in-memory store (all-in-one only)
+	Fixture         string        // "" or "conformance"
+	SessionTTL      time.Duration // idle TTL of legacy sessions
+	RequestTimeout  time.Duration
+	KeepAlive       time.Duration
+	AllowedHosts    []string
+	AllowedOrigins  []string
+	MaxBodyBytes    int64
+	ID              string // frontend or worker id on the bus
+	LogLevel        string
+	LogFormat       string // text or json
+	DrainTimeout    time.Duration
+	StateKey        string // base64 of the requestState sealing key
+	MaxListen       int64
+	ListenKeepAlive time.Duration
 }
 
 // flagSet binds c's fields to flags whose defaults come from MCPFLEET_*
@@ -126,6 +129,11 @@ func Parse(role Role, name string, args []string) (*Config, error) {
 	}
 	if role != RoleFrontend {
 		f.str(&c.Fixture, "fixture", "", `extra handlers to serve: "" or "conformance"`)
+		f.str(&c.StateKey, "state-key", "", "base64 of the 32-byte key sealing 2026-07-28 requestState; every worker of a cluster must share it (default: shared by the running workers, or random)")
+	}
+	if role != RoleWorker {
+		f.i64(&c.MaxListen, "max-listen-subscriptions", 1000, "most subscriptions/listen streams per frontend (0 = unlimited; 503 beyond)")
+		f.dur(&c.ListenKeepAlive, "listen-keepalive-interval", 15*time.Second, "interval of SSE keepalive comments on listen streams, which also free dead peers' slots (0 disables)")
 	}
 	switch role {
 	case RoleAllInOne:
@@ -175,6 +183,17 @@ func (c *Config) validate(role Role) error {
 		if c.MaxBodyBytes <= 0 {
 			errs = append(errs, errors.New("--max-body-bytes must be positive"))
 		}
+	}
+	if c.StateKey != "" {
+		if _, err := parseStateKey(c.StateKey); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.MaxListen < 0 {
+		errs = append(errs, errors.New("--max-listen-subscriptions must not be negative"))
+	}
+	if c.ListenKeepAlive < 0 {
+		errs = append(errs, errors.New("--listen-keepalive-interval must not be negative"))
 	}
 	switch c.Fixture {
 	case "", "conformance":

@@ -138,7 +138,7 @@ func StartInProc(tb testing.TB, opts InProcOptions) *InProc {
 		if opts.NoFixture {
 			fix = ""
 		}
-		if srv, err = app.NewExampleServer(fix, log); err != nil {
+		if srv, err = app.NewExampleServer(fix, log, nil); err != nil {
 			tb.Fatal(err)
 		}
 	}

@@ -35,6 +35,19 @@ type RequestHeader struct {
 	DeadlineMs int64 `json:"dl,omitempty"`
 	// Traceparent carries W3C trace context from the HTTP request.
 	Traceparent string `json:"tp,omitempty"`
+	// ParamHeaders are a modern request's Mcp-Param-* headers (name after
+	// the prefix, lower-cased), checked by the worker against the tool's
+	// x-mcp-header arguments.
+	ParamHeaders map[string]string `json:"ph,omitempty"`
+	// Listen and SessionStream say what the transport delivers: modern
+	// subscriptions/listen streams, legacy GET streams. Capabilities
+	// advertised to the client are derived from them.
+	Listen        bool `json:"ls,omitempty"`
+	SessionStream bool `json:"ss,omitempty"`
+	// CheckParamHeaders is set for modern requests that came over HTTP:
+	// the worker checks x-mcp-header arguments against ParamHeaders (also
+	// when there are none: an argument without its header is refused).
+	CheckParamHeaders bool `json:"cph,omitempty"`
 }
 
 // EncodeRequest builds a request envelope: the header as one line of JSON,

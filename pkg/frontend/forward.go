@@ -16,8 +16,9 @@ type forwardSpec struct {
 	era     protocol.Era
 	msg     *protocol.Message
 	body    []byte
-	session *bus.SessionInfo // legacy
-	name    string           // routing name (tool or prompt)
+	session *bus.SessionInfo  // legacy
+	name    string            // routing name (tool or prompt)
+	params  map[string]string // modern Mcp-Param-* headers
 	// onResponse, when set, sees the final response before it is written
 	// as plain JSON; it may set headers and returns the HTTP status. An
 	// error turns the response into a 503 JSON-RPC error.
@@ -66,6 +67,8 @@ func (f *Frontend) forward(w http.ResponseWriter, r *http.Request, spec *forward
 	hdr := &bus.RequestHeader{
 		Era: spec.era, Frontend: f.id, Stream: st.id, Session: spec.session,
 		DeadlineMs: ex.deadline.UnixMilli(), Traceparent: r.Header.Get("Traceparent"),
+		ParamHeaders: spec.params, Listen: true, SessionStream: true,
+		CheckParamHeaders: spec.era == protocol.EraModern,
 	}
 	data, err := bus.EncodeRequest(hdr, spec.body)
 	if err == nil {
@@ -184,6 +187,14 @@ func (ex *exchange) frame(w http.ResponseWriter, fr frame) step {
 
 func (ex *exchange) writeJSON(w http.ResponseWriter, payload []byte) {
 	status := http.StatusOK
+	if !ex.legacy() {
+		if code, ok := responseErrorCode(payload); ok {
+			status = modernStatus(code)
+			if code == protocol.CodeInvalidParams {
+				status = http.StatusOK // e.g. unknown tool, resource not found
+			}
+		}
+	}
 	var extra http.Header
 	if ex.spec.onResponse != nil {
 		extra = http.Header{}

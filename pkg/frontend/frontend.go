@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
+	"github.com/mcpfleet/mcpfleet/pkg/listen"
 	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
 	"github.com/nats-io/nats.go"
 )
@@ -72,6 +73,13 @@ type Options struct {
 	// SSERetry is the reconnection delay (SSE retry:) announced in the
 	// priming event of legacy streams; zero means 1s, negative omits it.
 	SSERetry time.Duration
+	// MaxListen caps the subscriptions/listen streams open on this
+	// frontend (HTTP 503 beyond); zero means 1000, negative means no cap.
+	MaxListen int
+	// ListenKeepAlive is the interval of SSE comments on listen streams,
+	// which also detect a dead peer and free its slot; zero means 15s,
+	// negative disables them.
+	ListenKeepAlive time.Duration
 }
 
 // Frontend serves the MCP endpoint.
@@ -86,7 +94,7 @@ type Frontend struct {
 
 	sub    *nats.Subscription
 	ctlSub *nats.Subscription
-	hub    *hub
+	reg    *listen.Registry
 
 	mu      sync.Mutex
 	streams map[string]*stream // stream id -> open stream
@@ -139,6 +147,9 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 	if opts.SSERetry == 0 {
 		opts.SSERetry = time.Second
 	}
+	if opts.ListenKeepAlive == 0 {
+		opts.ListenKeepAlive = 15 * time.Second
+	}
 	hc, err := newAllowList(opts.AllowedHosts, opts.AllowedOrigins)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
@@ -151,7 +162,14 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 		nc: nc, opts: opts, log: log.With("frontend", opts.ID), subj: opts.Subjects, id: opts.ID,
 		hostCheck: hc, streams: map[string]*stream{}, shutdown: make(chan struct{}),
 	}
-	f.hub = newHub(f)
+	maxListen := opts.MaxListen
+	if maxListen == 0 {
+		maxListen = 1000
+	}
+	f.reg = listen.New(nc, listen.Options{
+		Subjects: opts.Subjects, Subscriptions: opts.Store, Buffer: opts.StreamBuffer,
+		MaxListen: maxListen, Logger: f.log,
+	})
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	f.boot = strconv.FormatUint(uint64(b[0])<<24|uint64(b[1])<<16|uint64(b[2])<<8|uint64(b[3]), 36) + "z"
@@ -175,7 +193,7 @@ func (f *Frontend) Start(ctx context.Context) error {
 		return fmt.Errorf("frontend: subscribing to its control subject: %w", err)
 	}
 	f.ctlSub = ctl
-	if err := f.hub.start(); err != nil {
+	if err := f.reg.Start(); err != nil {
 		_ = sub.Unsubscribe()
 		return fmt.Errorf("frontend: subscribing to events: %w", err)
 	}
@@ -193,6 +211,7 @@ func (f *Frontend) Shutdown(ctx context.Context) error {
 		f.mu.Lock()
 		f.closing = true
 		f.mu.Unlock()
+		f.reg.Shutdown() // listen streams send their final result
 		close(f.shutdown)
 	})
 	done := make(chan struct{})
@@ -203,7 +222,6 @@ func (f *Frontend) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
-	f.hub.stop()
 	if f.sub != nil {
 		_ = f.sub.Unsubscribe()
 		_ = f.ctlSub.Unsubscribe()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
+	"github.com/mcpfleet/mcpfleet/pkg/listen"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
 	"github.com/nats-io/nats.go"
@@ -70,17 +71,16 @@ func (f *Frontend) getStream(w http.ResponseWriter, r *http.Request, sess *sessi
 		}
 		replay = evs
 	}
-	g := &getStream{id: streamID, session: sess.ID, ch: make(chan []byte, f.opts.StreamBuffer), done: make(chan struct{})}
 	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
-	err := f.hub.attach(ctx, g)
+	g, err := f.reg.OpenSession(ctx, sess.ID)
 	cancel()
-	defer f.hub.detach(g)
 	if err != nil {
 		f.log.Warn("frontend: opening a GET stream", "err", err)
 		httpError(w, http.StatusServiceUnavailable, protocol.CodeInternalError, "could not open the stream; retry")
 		return
 	}
 
+	defer g.Close()
 	sse := startSSE(w, f.opts.WriteTimeout, nil)
 	if !resumed {
 		if err := sse.priming(formatEventID(streamID, 0), f.opts.SSERetry); err != nil {
@@ -100,7 +100,7 @@ func (f *Frontend) getStream(w http.ResponseWriter, r *http.Request, sess *sessi
 	}
 	for {
 		select {
-		case fr := <-g.ch:
+		case fr := <-g.C():
 			_, payload := bus.ParseFrame(fr, "")
 			id := ""
 			if idx, ok := f.logEvent(sess.ID, streamID, payload); ok {
@@ -113,8 +113,8 @@ func (f *Frontend) getStream(w http.ResponseWriter, r *http.Request, sess *sessi
 			if err := sse.comment("keepalive"); err != nil {
 				return
 			}
-		case <-g.done:
-			if g.reason == "slow reader" {
+		case <-g.Done():
+			if g.Reason() == listen.ReasonSlow {
 				f.log.Warn("frontend: closing a slow GET stream")
 			}
 			return
@@ -333,6 +333,6 @@ func (f *Frontend) serveDelete(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusServiceUnavailable, protocol.CodeInternalError, "session store unavailable; retry")
 		return
 	}
-	_ = f.nc.Publish(f.subj.SessionControl(sid), []byte(ctlDeleted))
+	_ = f.nc.Publish(f.subj.SessionControl(sid), []byte(listen.CtlDeleted))
 	w.WriteHeader(http.StatusNoContent)
 }

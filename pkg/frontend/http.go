@@ -102,16 +102,19 @@ func (f *Frontend) servePost(w http.ResponseWriter, r *http.Request) {
 	f.postModern(w, r, msg, &head, body)
 }
 
-// eraOf chooses the era of a POST: legacy when it carries a session id, is
-// initialize, or has no modern _meta and a legacy (or no)
-// MCP-Protocol-Version header; modern otherwise.
+// eraOf chooses the era of a POST: legacy when it carries a session id;
+// modern when it carries modern _meta (so an initialize sent the modern
+// way is a removed method, 404); otherwise legacy when it is initialize or
+// its MCP-Protocol-Version header is legacy or absent; modern otherwise.
 func (f *Frontend) eraOf(r *http.Request, msg *protocol.Message, head *protocol.ParamsHead) protocol.Era {
-	if r.Header.Get(hdrSessionID) != "" || msg.Method == protocol.MethodInitialize {
+	if r.Header.Get(hdrSessionID) != "" {
 		return protocol.EraLegacy
 	}
-	modernMeta := head.Meta != nil && (head.Meta.ProtocolVersion != nil || head.Meta.ClientCapabilities != nil)
+	if head.Meta != nil && (head.Meta.ProtocolVersion != nil || head.Meta.ClientCapabilities != nil) {
+		return protocol.EraModern
+	}
 	v := r.Header.Get(hdrProtocolVersion)
-	if !modernMeta && (v == "" || protocol.IsLegacyVersion(v)) {
+	if msg.Method == protocol.MethodInitialize || v == "" || protocol.IsLegacyVersion(v) {
 		return protocol.EraLegacy
 	}
 	return protocol.EraModern

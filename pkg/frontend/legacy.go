@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
+	"github.com/mcpfleet/mcpfleet/pkg/listen"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
 	"github.com/nats-io/nats.go"
@@ -212,7 +213,7 @@ func (f *Frontend) recordSubscription(session string, subscribe bool, resp []byt
 	if err != nil {
 		return err
 	}
-	_, err = f.nc.RequestWithContext(ctx, f.subj.SessionControl(session), []byte(ctlSubs))
+	_, err = f.nc.RequestWithContext(ctx, f.subj.SessionControl(session), []byte(listen.CtlSubs))
 	if err != nil && !errors.Is(err, nats.ErrNoResponders) {
 		f.log.Warn("frontend: announcing a subscription change", "err", err)
 	}

@@ -1,9 +1,17 @@
 package frontend
 
 import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
+	"time"
 
+	"github.com/mcpfleet/mcpfleet/pkg/listen"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 )
 
@@ -14,6 +22,7 @@ var modernMethods = map[string]bool{
 	protocol.MethodPromptsList: true, protocol.MethodPromptsGet: true,
 	protocol.MethodResourcesList: true, protocol.MethodResourcesTemplatesList: true,
 	protocol.MethodResourcesRead: true, protocol.MethodCompletionComplete: true,
+	protocol.MethodSubscriptionsListen: true,
 }
 
 // postModern serves a 2026-07-28 request: self-contained, no session.
@@ -26,35 +35,234 @@ func (f *Frontend) postModern(w http.ResponseWriter, r *http.Request, msg *proto
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	meta := head.Meta
-	switch {
-	case meta == nil:
-		writeError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: params._meta is required"))
-		return
-	case meta.ProtocolVersion == nil:
-		writeError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: _meta[%q] is required", protocol.MetaProtocolVersion))
-		return
-	case meta.ClientCapabilities == nil:
-		writeError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: _meta[%q] is required", protocol.MetaClientCapabilities))
+	if e := checkModernMeta(r, head); e != nil {
+		writeError(w, modernStatus(e.Code), msg.ID, e)
 		return
 	}
-	version := *meta.ProtocolVersion
-	hv := r.Header.Get(hdrProtocolVersion)
-	if hv != version {
-		writeError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeHeaderMismatch,
-			"header mismatch: MCP-Protocol-Version %q does not equal _meta protocolVersion %q", hv, version))
-		return
-	}
-	if !protocol.IsModernVersion(version) {
-		writeError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeUnsupportedProtocolVersion,
-			"unsupported protocol version %q", version).WithData(&protocol.UnsupportedVersionData{
-			Supported: slices.Clone(protocol.SupportedVersions), Requested: version,
-		}))
+	if e := checkModernHeaders(r, msg, head); e != nil {
+		writeError(w, http.StatusBadRequest, msg.ID, e)
 		return
 	}
 	if !modernMethods[msg.Method] {
 		writeError(w, http.StatusNotFound, msg.ID, protocol.NewError(protocol.CodeMethodNotFound, "method not found: %q", msg.Method))
 		return
 	}
-	f.forward(w, r, &forwardSpec{era: protocol.EraModern, msg: msg, body: body, name: routingName(msg.Method, head)})
+	if msg.Method == protocol.MethodSubscriptionsListen {
+		f.serveListen(w, r, msg)
+		return
+	}
+	f.forward(w, r, &forwardSpec{era: protocol.EraModern, msg: msg, body: body, name: routingName(msg.Method, head), params: paramHeaders(r)})
 }
+
+// checkModernMeta checks the per-request _meta and the version: a missing
+// required key is -32602, an unsupported version -32022 (with the
+// supported list), a header that differs from the _meta version -32020.
+func checkModernMeta(r *http.Request, head *protocol.ParamsHead) *protocol.Error {
+	meta := head.Meta
+	switch {
+	case meta == nil:
+		return protocol.NewError(protocol.CodeInvalidParams, "invalid params: params._meta is required")
+	case meta.ProtocolVersion == nil:
+		return protocol.NewError(protocol.CodeInvalidParams, "invalid params: _meta[%q] is required", protocol.MetaProtocolVersion)
+	case meta.ClientCapabilities == nil:
+		return protocol.NewError(protocol.CodeInvalidParams, "invalid params: _meta[%q] is required", protocol.MetaClientCapabilities)
+	}
+	version := *meta.ProtocolVersion
+	hv := strings.TrimSpace(r.Header.Get(hdrProtocolVersion))
+	if hv != version {
+		if hv == "" {
+			return protocol.NewError(protocol.CodeHeaderMismatch, "header mismatch: the MCP-Protocol-Version header is required")
+		}
+		return protocol.NewError(protocol.CodeHeaderMismatch,
+			"header mismatch: MCP-Protocol-Version %q does not equal _meta protocolVersion %q", hv, version)
+	}
+	if !protocol.IsModernVersion(version) {
+		return protocol.NewError(protocol.CodeUnsupportedProtocolVersion, "unsupported protocol version %q", version).
+			WithData(&protocol.UnsupportedVersionData{Supported: slices.Clone(protocol.SupportedVersions), Requested: version})
+	}
+	if meta.LogLevel != nil && !meta.LogLevel.Valid() {
+		return protocol.NewError(protocol.CodeInvalidParams, "invalid params: unknown log level %q", *meta.LogLevel)
+	}
+	return nil
+}
+
+// checkModernHeaders checks Mcp-Method (every request) and Mcp-Name
+// (tools/call, prompts/get: params.name; resources/read: params.uri)
+// against the body. Header names are case-insensitive, values
+// case-sensitive, surrounding whitespace is ignored, and values may use the
+// =?base64?…?= form.
+func checkModernHeaders(r *http.Request, msg *protocol.Message, head *protocol.ParamsHead) *protocol.Error {
+	m, ok := headerValue(r, hdrMethod)
+	switch {
+	case !ok:
+		return protocol.NewError(protocol.CodeHeaderMismatch, "header mismatch: the Mcp-Method header is required")
+	case m != msg.Method:
+		return protocol.NewError(protocol.CodeHeaderMismatch, "header mismatch: Mcp-Method %q does not match the body's method %q", m, msg.Method)
+	}
+	var want *string
+	switch msg.Method {
+	case protocol.MethodToolsCall, protocol.MethodPromptsGet:
+		want = head.Name
+	case protocol.MethodResourcesRead:
+		want = head.URI
+	default:
+		return nil
+	}
+	raw, present := headerValue(r, hdrName)
+	if !present {
+		if want == nil {
+			return nil
+		}
+		return protocol.NewError(protocol.CodeHeaderMismatch, "header mismatch: the Mcp-Name header is required for %s", msg.Method)
+	}
+	v, err := DecodeHeaderValue(raw)
+	if err != nil {
+		return protocol.NewError(protocol.CodeHeaderMismatch, "header mismatch: Mcp-Name: %v", err)
+	}
+	if want == nil || v != *want {
+		return protocol.NewError(protocol.CodeHeaderMismatch, "header mismatch: Mcp-Name %q does not match the body", v)
+	}
+	return nil
+}
+
+// headerValue returns the header's value without surrounding whitespace;
+// ok is false when the header is absent.
+func headerValue(r *http.Request, name string) (string, bool) {
+	vs := r.Header.Values(name)
+	if len(vs) == 0 {
+		return "", false
+	}
+	return strings.TrimSpace(vs[0]), true
+}
+
+// DecodeHeaderValue decodes an Mcp-Name or Mcp-Param-* value: the
+// =?base64?<standard base64, padded>?= form is decoded strictly (bad
+// padding or characters are an error, and so is a result that is not
+// UTF-8); any other value is taken literally.
+func DecodeHeaderValue(v string) (string, error) {
+	const pre, suf = "=?base64?", "?="
+	if !strings.HasPrefix(v, pre) || !strings.HasSuffix(v, suf) || len(v) < len(pre)+len(suf) {
+		return v, nil
+	}
+	b, err := base64.StdEncoding.Strict().DecodeString(v[len(pre) : len(v)-len(suf)])
+	if err != nil {
+		return "", errors.New("invalid base64 value")
+	}
+	s := string(b)
+	if !utf8Valid(b) {
+		return "", errors.New("base64 value is not UTF-8")
+	}
+	return s, nil
+}
+
+func utf8Valid(b []byte) bool { return strings.ToValidUTF8(string(b), "\uFFFD") == string(b) }
+
+// paramHeaders collects the Mcp-Param-* headers (name lower-cased after the
+// prefix, value trimmed) for the worker, which checks them against the
+// tool's x-mcp-header arguments.
+func paramHeaders(r *http.Request) map[string]string {
+	var out map[string]string
+	for k, vs := range r.Header {
+		if len(k) > len("Mcp-Param-") && strings.EqualFold(k[:len("Mcp-Param-")], "Mcp-Param-") && len(vs) > 0 {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[strings.ToLower(k[len("Mcp-Param-"):])] = strings.TrimSpace(vs[0])
+		}
+	}
+	return out
+}
+
+// modernStatus maps a JSON-RPC error code to the HTTP status 2026-07-28
+// prescribes; other errors travel with 200.
+func modernStatus(code int64) int {
+	switch code {
+	case protocol.CodeHeaderMismatch, protocol.CodeMissingRequiredClientCapability, protocol.CodeUnsupportedProtocolVersion:
+		return http.StatusBadRequest
+	case protocol.CodeMethodNotFound:
+		return http.StatusNotFound
+	case protocol.CodeInvalidParams:
+		return http.StatusBadRequest // only used here for malformed _meta
+	}
+	return http.StatusOK
+}
+
+// responseErrorCode reads the error code of an error response we encoded
+// (protocol.AppendErrorResponse), without decoding the whole message.
+func responseErrorCode(resp []byte) (int64, bool) {
+	i := bytes.Index(resp, []byte(`"error":{"code":`))
+	if i < 0 {
+		return 0, false
+	}
+	rest := resp[i+len(`"error":{"code":`):]
+	j := bytes.IndexByte(rest, ',')
+	if j < 0 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(rest[:j]), 10, 64)
+	return n, err == nil
+}
+
+// serveListen serves subscriptions/listen: an SSE stream whose first
+// message acknowledges the honoured filter, then the matching events
+// tagged with the subscription id, keepalive comments, and on graceful
+// shutdown the SubscriptionsListenResult.
+func (f *Frontend) serveListen(w http.ResponseWriter, r *http.Request, msg *protocol.Message) {
+	var p protocol.ListenParams
+	if err := json.Unmarshal(msg.Params, &p); err != nil || p.Notifications == nil {
+		writeError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: params.notifications (a SubscriptionFilter) is required"))
+		return
+	}
+	ls, err := f.reg.OpenListen(clientKey(r), msg.ID, listen.Honoured(p.Notifications))
+	switch {
+	case errors.Is(err, listen.ErrTooMany):
+		writeError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "too many listen streams on this server; retry later"))
+		return
+	case errors.Is(err, listen.ErrDuplicate):
+		writeError(w, http.StatusConflict, msg.ID, protocol.NewError(protocol.CodeInvalidRequest, "invalid request: a listen stream with subscription id %s is already open", msg.ID))
+		return
+	case err != nil:
+		f.log.Warn("frontend: opening a listen stream", "err", err)
+		writeError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "could not open the stream; retry"))
+		return
+	}
+	defer ls.Close()
+	sse := startSSE(w, f.opts.WriteTimeout, nil)
+	if err := sse.event("", ls.Ack()); err != nil {
+		return
+	}
+	var keepalive <-chan time.Time
+	if f.opts.ListenKeepAlive > 0 {
+		t := time.NewTicker(f.opts.ListenKeepAlive)
+		defer t.Stop()
+		keepalive = t.C
+	}
+	for {
+		select {
+		case m := <-ls.C():
+			if err := sse.event("", m); err != nil {
+				return
+			}
+		case <-keepalive:
+			// A dead peer fails this write (within WriteTimeout) and frees
+			// the slot.
+			if err := sse.comment("keepalive"); err != nil {
+				return
+			}
+		case <-ls.Done():
+			if ls.Reason() == listen.ReasonShutdown {
+				_ = sse.event("", ls.Final())
+			}
+			return
+		case <-f.shutdown:
+			_ = sse.event("", ls.Final())
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// clientKey names the client of a listen stream for duplicate detection:
+// its connection (stateless HTTP has no other identity without auth).
+func clientKey(r *http.Request) string { return r.RemoteAddr }

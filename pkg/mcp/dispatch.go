@@ -45,12 +45,24 @@ func (s *Server) Handle(ctx context.Context, req *Request, params json.RawMessag
 			res, err = nil, protocol.NewError(protocol.CodeInternalError, "internal error")
 		}
 	}()
+	if req.Era == protocol.EraModern && mrtrMethods[req.Method] {
+		if err := s.startMRTR(req, params); err != nil {
+			return nil, err
+		}
+	}
 	res, err = s.dispatch(ctx, req, params)
+	if ir, ok, ierr := s.finishMRTR(req, params); ok {
+		if ierr != nil {
+			return nil, s.toProtocolError(req, ierr)
+		}
+		s.finishModern(req, ir)
+		return ir, nil
+	}
 	if err != nil {
 		return nil, s.toProtocolError(req, err)
 	}
 	if req.Era == protocol.EraModern {
-		s.finishModern(res)
+		s.finishModern(req, res)
 	}
 	return res, nil
 }
@@ -67,7 +79,7 @@ func (s *Server) toProtocolError(req *Request, err error) *protocol.Error {
 	return protocol.NewError(protocol.CodeInternalError, "internal error")
 }
 
-func (s *Server) finishModern(res protocol.Result) {
+func (s *Server) finishModern(req *Request, res protocol.Result) {
 	b := res.Base()
 	if b.ResultType == "" {
 		b.ResultType = protocol.ResultTypeComplete
@@ -80,6 +92,11 @@ func (s *Server) finishModern(res protocol.Result) {
 	}
 	if c, ok := res.(protocol.Cacheable); ok && b.ResultType == protocol.ResultTypeComplete {
 		h := c.Cache()
+		if req.mrtr != nil && req.mrtr.retry {
+			// Results of MRTR retries must not be cached.
+			zero := int64(0)
+			h.TTLMs, h.CacheScope = &zero, protocol.CacheScopePrivate
+		}
 		if h.TTLMs == nil {
 			ttl := s.opts.CacheTTL.Milliseconds()
 			h.TTLMs = &ttl
@@ -99,10 +116,10 @@ func decodeParams(params json.RawMessage, v any) error {
 
 func (s *Server) dispatch(ctx context.Context, req *Request, params json.RawMessage) (protocol.Result, error) {
 	r := s.reg.Load()
-	caps := s.Capabilities()
+	caps := s.Capabilities(req.Era, req.Features)
 	switch req.Method {
 	case protocol.MethodInitialize:
-		return s.initialize(params)
+		return s.initialize(req, params)
 	case protocol.MethodPing:
 		return &protocol.EmptyResult{}, nil
 	case protocol.MethodServerDiscover:
@@ -257,7 +274,7 @@ func methodNotFound(method string) *protocol.Error {
 	return protocol.NewError(protocol.CodeMethodNotFound, "method not found: %q", method)
 }
 
-func (s *Server) initialize(params json.RawMessage) (protocol.Result, error) {
+func (s *Server) initialize(req *Request, params json.RawMessage) (protocol.Result, error) {
 	var p protocol.InitializeParams
 	if err := decodeParams(params, &p); err != nil {
 		return nil, err
@@ -267,7 +284,7 @@ func (s *Server) initialize(params json.RawMessage) (protocol.Result, error) {
 	}
 	return &protocol.InitializeResult{
 		ProtocolVersion: protocol.NegotiateLegacy(p.ProtocolVersion),
-		Capabilities:    s.Capabilities(),
+		Capabilities:    s.Capabilities(protocol.EraLegacy, req.Features),
 		ServerInfo:      s.info,
 		Instructions:    s.opts.Instructions,
 	}, nil

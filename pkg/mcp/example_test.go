@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/mcpfleet/mcpfleet/pkg/mcp"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
@@ -52,7 +53,7 @@ func ExampleAddTool() {
 // On a modern (2026-07-28) request, Handle finishes the result: resultType,
 // the serverInfo _meta and, for cacheable results, the caching hints.
 func ExampleServer_Handle_modern() {
-	s := mcp.NewServer(protocol.Implementation{Name: "calc", Version: "1.0.0"}, &mcp.ServerOptions{CacheTTL: 60_000_000_000})
+	s := mcp.NewServer(protocol.Implementation{Name: "calc", Version: "1.0.0"}, &mcp.ServerOptions{CacheTTL: time.Minute})
 	req := &mcp.Request{Method: protocol.MethodToolsList, ID: protocol.Int64ID(1), Era: protocol.EraModern}
 	res, err := s.Handle(context.Background(), req, json.RawMessage(`{}`))
 	if err != nil {

@@ -310,6 +310,14 @@ func TestResourcesSubscribe(t *testing.T) {
 		mustError(t, f.s, legacyReq(protocol.MethodResourcesSubscribe), `{"uri":"test://hook-broken"}`, protocol.CodeInternalError)
 		mustError(t, f.s, legacyReq(protocol.MethodResourcesSubscribe), `{}`, protocol.CodeInvalidParams)
 	})
+	t.Run("with ResourceSubscriptions but no session stream to deliver updates", func(t *testing.T) {
+		f := newResourceFixture(t, &mcp.ServerOptions{ResourceSubscriptions: true})
+		for _, m := range methods {
+			req := legacyReq(m)
+			req.Features = mcp.Features{}
+			mustError(t, f.s, req, `{"uri":"test://static"}`, protocol.CodeMethodNotFound)
+		}
+	})
 }
 
 func TestCompletion(t *testing.T) {

@@ -32,13 +32,21 @@ func newServer(tb testing.TB, opts *mcp.ServerOptions) *mcp.Server {
 	return mcp.NewServer(serverInfo, &o)
 }
 
-// legacyReq and modernReq build a request as a transport would.
+// legacyReq and modernReq build a request as a transport would, one that
+// delivers unsolicited messages (a legacy session stream, modern listen
+// streams), as a mcpfleet worker behind a frontend does.
 func legacyReq(method string) *mcp.Request {
-	return &mcp.Request{Method: method, ID: protocol.Int64ID(1), Era: protocol.EraLegacy, ProtocolVersion: protocol.Version20251125, SessionID: "sess-1"}
+	return &mcp.Request{
+		Method: method, ID: protocol.Int64ID(1), Era: protocol.EraLegacy, ProtocolVersion: protocol.Version20251125, SessionID: "sess-1",
+		Features: mcp.Features{SessionStream: true, Listen: true},
+	}
 }
 
 func modernReq(method string) *mcp.Request {
-	return &mcp.Request{Method: method, ID: protocol.Int64ID(1), Era: protocol.EraModern, ProtocolVersion: protocol.Version20260728}
+	return &mcp.Request{
+		Method: method, ID: protocol.Int64ID(1), Era: protocol.EraModern, ProtocolVersion: protocol.Version20260728,
+		Features: mcp.Features{SessionStream: true, Listen: true},
+	}
 }
 
 // handle runs req through s.Handle with params (a JSON object, or "" for

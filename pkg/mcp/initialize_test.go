@@ -122,6 +122,17 @@ func TestInitializeCapabilities(t *testing.T) {
 			wantJSON(t, members(t, raw)["capabilities"], tt.want)
 		})
 	}
+	t.Run("a transport without a session stream declares no push", func(t *testing.T) {
+		s := newServer(t, &mcp.ServerOptions{ResourceSubscriptions: true})
+		if err := s.AddPrompt(&protocol.Prompt{Name: "p"}, noopPrompt); err != nil {
+			t.Fatal(err)
+		}
+		req := legacyReq(protocol.MethodInitialize)
+		req.Features = mcp.Features{Listen: true} // listen streams serve modern clients only
+		raw := mustResult(t, s, req, initParams("2025-11-25"))
+		validate(t, protocol.Version20251125, "InitializeResult", raw)
+		wantJSON(t, members(t, raw)["capabilities"], `{"logging":{},"tools":{},"prompts":{},"resources":{},"completions":{}}`)
+	})
 }
 
 func TestInitializeInvalidParams(t *testing.T) {

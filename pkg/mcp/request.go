@@ -60,6 +60,14 @@ type Request struct {
 	// Out receives this request's notifications and server-to-client
 	// requests. Nil means they are dropped.
 	Out Outbound
+	// Features says what the transport delivers; capabilities advertised
+	// in initialize and server/discover are derived from it.
+	Features Features
+	// ParamHeaders are the Mcp-Param-* headers of a modern HTTP request
+	// (name after the prefix, lower-cased); nil when the transport has no
+	// headers (stdio). When non-nil, tools/call checks them against the
+	// tool's x-mcp-header arguments.
+	ParamHeaders map[string]string
 
 	progressToken json.RawMessage
 	progressMu    sync.Mutex
@@ -67,6 +75,19 @@ type Request struct {
 	sentProgress  bool
 
 	srv *Server
+
+	mrtrMu sync.Mutex
+	mrtr   *mrtr // modern requests that may return input_required
+}
+
+// Features says what a transport can deliver.
+type Features struct {
+	// Listen: modern subscriptions/listen streams (list_changed and
+	// resource subscriptions for 2026-07-28 clients).
+	Listen bool
+	// SessionStream: unsolicited messages to a legacy session (the GET
+	// stream on HTTP, stdout on stdio): list_changed, resources/updated.
+	SessionStream bool
 }
 
 // ProgressToken returns the request's _meta.progressToken (nil when the
@@ -114,35 +135,22 @@ var ErrCapability = errors.New("mcp: client lacks the capability")
 // cannot carry them for this request.
 var ErrNoOutbound = errors.New("mcp: this request cannot send server-to-client requests")
 
-func (r *Request) call(ctx context.Context, method string, params, result any) error {
-	if r.Out == nil {
-		return ErrNoOutbound
-	}
-	raw, err := r.Out.Call(ctx, method, params)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(raw, result); err != nil {
-		return fmt.Errorf("mcp: decoding the client's %s result: %w", method, err)
-	}
-	return nil
-}
-
 // Sample asks the client to sample an LLM (sampling/createMessage).
 // includeContext other than "none" needs the client's sampling.context,
-// tools/toolChoice need sampling.tools.
+// tools/toolChoice need sampling.tools. On a legacy session it is a
+// server-to-client request; on a modern request an MRTR input (see Input).
 func (r *Request) Sample(ctx context.Context, p *protocol.CreateMessageParams) (*protocol.CreateMessageResult, error) {
 	caps := r.ClientCapabilities
 	switch {
 	case caps == nil || caps.Sampling == nil:
-		return nil, fmt.Errorf("%w: sampling", ErrCapability)
+		return nil, r.capabilityError("sampling", map[string]any{"sampling": struct{}{}})
 	case p.IncludeContext != "" && p.IncludeContext != "none" && caps.Sampling.Context == nil:
-		return nil, fmt.Errorf("%w: sampling.context (includeContext %q)", ErrCapability, p.IncludeContext)
+		return nil, r.capabilityError("sampling.context (includeContext "+p.IncludeContext+")", map[string]any{"sampling": map[string]any{"context": struct{}{}}})
 	case (len(p.Tools) > 0 || p.ToolChoice != nil) && caps.Sampling.Tools == nil:
-		return nil, fmt.Errorf("%w: sampling.tools", ErrCapability)
+		return nil, r.capabilityError("sampling.tools", map[string]any{"sampling": map[string]any{"tools": struct{}{}}})
 	}
 	var res protocol.CreateMessageResult
-	if err := r.call(ctx, protocol.MethodSamplingCreateMessage, p, &res); err != nil {
+	if err := r.ask(ctx, r.autoKey("sampling"), protocol.MethodSamplingCreateMessage, p, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -150,36 +158,58 @@ func (r *Request) Sample(ctx context.Context, p *protocol.CreateMessageParams) (
 
 // Elicit asks the user for input (elicitation/create), in form mode
 // (p.RequestedSchema) or URL mode (p.Mode "url"); the client must have
-// declared that mode.
+// declared that mode. Legacy: a server-to-client request; modern: an MRTR
+// input (see Input).
 func (r *Request) Elicit(ctx context.Context, p *protocol.ElicitParams) (*protocol.ElicitResult, error) {
 	caps := r.ClientCapabilities
 	if caps == nil || caps.Elicitation == nil {
-		return nil, fmt.Errorf("%w: elicitation", ErrCapability)
+		return nil, r.capabilityError("elicitation", map[string]any{"elicitation": struct{}{}})
 	}
 	if p.Mode == protocol.ElicitModeURL {
 		if !caps.Elicitation.SupportsURL() {
-			return nil, fmt.Errorf("%w: elicitation.url", ErrCapability)
+			return nil, r.capabilityError("elicitation.url", map[string]any{"elicitation": map[string]any{"url": struct{}{}}})
+		}
+		if r.Era == protocol.EraModern {
+			q := *p
+			q.ElicitationID = "" // 2026-07-28 URL mode has no elicitationId
+			p = &q
 		}
 	} else if !caps.Elicitation.SupportsForm() {
-		return nil, fmt.Errorf("%w: elicitation.form", ErrCapability)
+		return nil, r.capabilityError("elicitation.form", map[string]any{"elicitation": map[string]any{"form": struct{}{}}})
 	}
 	var res protocol.ElicitResult
-	if err := r.call(ctx, protocol.MethodElicitationCreate, p, &res); err != nil {
+	if err := r.ask(ctx, r.autoKey("elicitation"), protocol.MethodElicitationCreate, p, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
 }
 
-// ListRoots asks the client for its roots (roots/list).
+// ListRoots asks the client for its roots (roots/list). Legacy: a
+// server-to-client request; modern: an MRTR input (see Input).
 func (r *Request) ListRoots(ctx context.Context) (*protocol.ListRootsResult, error) {
 	if r.ClientCapabilities == nil || r.ClientCapabilities.Roots == nil {
-		return nil, fmt.Errorf("%w: roots", ErrCapability)
+		return nil, r.capabilityError("roots", map[string]any{"roots": struct{}{}})
 	}
 	var res protocol.ListRootsResult
-	if err := r.call(ctx, protocol.MethodRootsList, struct{}{}, &res); err != nil {
+	if err := r.ask(ctx, r.autoKey("roots"), protocol.MethodRootsList, struct{}{}, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
+}
+
+// ask gets one input and decodes it into result.
+func (r *Request) ask(ctx context.Context, key, method string, params, result any) error {
+	raw, err := r.Input(ctx, key, method, params)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(raw, result); err != nil {
+		if r.Era == protocol.EraModern {
+			return protocol.NewError(protocol.CodeInvalidParams, "invalid params: inputResponses[%q] is not a %s result: %v", key, method, err)
+		}
+		return fmt.Errorf("mcp: decoding the client's %s result: %w", method, err)
+	}
+	return nil
 }
 
 // NotifyResourceUpdated announces that the resource at uri changed; every

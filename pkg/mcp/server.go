@@ -42,6 +42,14 @@ type ServerOptions struct {
 	// Logger receives handler panics and internal errors; nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// StateKey seals the requestState of 2026-07-28 multi-round requests
+	// (AES-256-GCM, StateKeySize bytes). Every worker of a cluster must
+	// share it so a retry can land on any of them. Nil means a random key
+	// for this process (fine for one worker).
+	StateKey []byte
+	// StateTTL is how long a requestState stays valid; zero means 10
+	// minutes.
+	StateTTL time.Duration
 }
 
 // ToolHandler handles tools/call for a tool registered with [Server.AddTool].
@@ -77,6 +85,8 @@ type Server struct {
 
 	mu  sync.Mutex               // serializes registry writes
 	reg atomic.Pointer[registry] // immutable snapshot read by requests
+
+	sealer *sealer
 }
 
 type eventsBox struct{ e Events }
@@ -85,6 +95,7 @@ type tool struct {
 	def       *protocol.Tool
 	validator *jsonschema.Validator
 	handler   ToolHandler
+	headers   []headerArg // x-mcp-header arguments
 }
 
 type prompt struct {
@@ -115,7 +126,8 @@ type registry struct {
 	completion  CompletionHandler
 }
 
-// NewServer returns a server identified by info. opts may be nil.
+// NewServer returns a server identified by info. opts may be nil. It panics
+// when opts.StateKey has the wrong length (a programming error).
 func NewServer(info protocol.Implementation, opts *ServerOptions) *Server {
 	s := &Server{info: info}
 	if opts != nil {
@@ -134,6 +146,18 @@ func NewServer(info protocol.Implementation, opts *ServerOptions) *Server {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	if s.opts.StateTTL <= 0 {
+		s.opts.StateTTL = 10 * time.Minute
+	}
+	key := s.opts.StateKey
+	if key == nil {
+		key = RandomStateKey()
+	}
+	sl, err := newSealer(key)
+	if err != nil {
+		panic(err)
+	}
+	s.sealer = sl
 	s.reg.Store(&registry{
 		tools: map[string]*tool{}, prompts: map[string]*prompt{}, resources: map[string]*resource{},
 	})
@@ -239,8 +263,12 @@ func (s *Server) AddTool(t *protocol.Tool, h ToolHandler) error {
 	if err != nil {
 		return fmt.Errorf("mcp: tool %q: compiling inputSchema: %w", t.Name, err)
 	}
+	hs, err := headerArgs(def.InputSchema)
+	if err != nil {
+		return fmt.Errorf("mcp: tool %q: %w", t.Name, err)
+	}
 	return s.update("tools", func(r *registry) error {
-		r.tools[def.Name] = &tool{def: &def, validator: v, handler: h}
+		r.tools[def.Name] = &tool{def: &def, validator: v, handler: h, headers: hs}
 		return nil
 	})
 }
@@ -327,20 +355,26 @@ func (s *Server) SetCompletionHandler(h CompletionHandler) {
 	})
 }
 
-// Capabilities returns the capabilities the server declares, derived from
-// what is registered and from the options. listChanged is declared
-// because mcpfleet transports deliver list changes.
-func (s *Server) Capabilities() protocol.ServerCapabilities {
+// Capabilities returns the capabilities the server declares to a client of
+// the given era over a transport with features f, derived from what is
+// registered and from the options. listChanged and subscribe are declared
+// only where the transport can deliver them: over listen streams
+// (modern) or the session stream (legacy).
+func (s *Server) Capabilities(era protocol.Era, f Features) protocol.ServerCapabilities {
 	r := s.reg.Load()
+	push := f.SessionStream
+	if era == protocol.EraModern {
+		push = f.Listen
+	}
 	caps := protocol.ServerCapabilities{
 		Logging: &struct{}{},
-		Tools:   &protocol.ToolsCapability{ListChanged: true},
+		Tools:   &protocol.ToolsCapability{ListChanged: push},
 	}
 	if len(r.prompts) > 0 {
-		caps.Prompts = &protocol.PromptsCapability{ListChanged: true}
+		caps.Prompts = &protocol.PromptsCapability{ListChanged: push}
 	}
 	if len(r.resources) > 0 || len(r.templates) > 0 || s.opts.ResourceSubscriptions {
-		caps.Resources = &protocol.ResourcesCapability{ListChanged: true, Subscribe: s.opts.ResourceSubscriptions}
+		caps.Resources = &protocol.ResourcesCapability{ListChanged: push, Subscribe: push && s.opts.ResourceSubscriptions}
 	}
 	if r.completion != nil || len(r.prompts) > 0 || len(r.templates) > 0 {
 		caps.Completions = &struct{}{}

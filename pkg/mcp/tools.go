@@ -24,13 +24,18 @@ func (s *Server) callTool(ctx context.Context, req *Request, r *registry, params
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
+	if req.ParamHeaders != nil {
+		if e := checkParamHeaders(t.headers, req.ParamHeaders, args); e != nil {
+			return nil, e
+		}
+	}
 	if err := t.validator.ValidateJSON(args); err != nil {
 		return ToolError(fmt.Sprintf("invalid arguments for tool %q: %v", p.Name, err)), nil
 	}
 	res, err := t.handler(ctx, req, args)
 	if err != nil {
 		var pe *protocol.Error
-		if errors.As(err, &pe) || ctx.Err() != nil {
+		if errors.As(err, &pe) || ctx.Err() != nil || errors.Is(err, ErrInputRequired) {
 			return nil, err
 		}
 		return ToolError(err.Error()), nil

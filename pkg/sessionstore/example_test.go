@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
 )
@@ -53,6 +54,40 @@ func ExampleMemory() {
 	// replay 2: {"n":2}
 	// replay 3: {"n":3}
 	// after delete, not found: true
+}
+
+// A request id is claimed while its request runs: a client that reuses it
+// meanwhile is refused, in the session's terms.
+func ExampleMemory_Begin() {
+	ctx := context.Background()
+	store, err := sessionstore.NewMemory(nil)
+	if err != nil {
+		panic(err)
+	}
+	defer store.Close(ctx)
+	id := sessionstore.NewID()
+	if err := store.Create(ctx, &sessionstore.Session{ID: id, ProtocolVersion: "2025-11-25", Initialized: true}); err != nil {
+		panic(err)
+	}
+
+	// The JSON form of the JSON-RPC id, and a token of this request.
+	const requestID, token = `"req-1"`, "frontend-a/1"
+	if _, err := store.Begin(ctx, id, requestID, token, time.Minute); err != nil {
+		panic(err)
+	}
+	// The same id again while the request runs.
+	s, err := store.Begin(ctx, id, requestID, "frontend-b/7", time.Minute)
+	fmt.Println("in flight:", errors.Is(err, sessionstore.ErrInFlight), "protocol:", s.ProtocolVersion)
+
+	// The request is answered: the id may be used again.
+	if err := store.End(ctx, id, requestID, token); err != nil {
+		panic(err)
+	}
+	_, err = store.Begin(ctx, id, requestID, "frontend-b/8", time.Minute)
+	fmt.Println("after End:", err)
+	// Output:
+	// in flight: true protocol: 2025-11-25
+	// after End: <nil>
 }
 
 // A Redis store shared by every frontend; OpenRedis fails fast, with a

@@ -15,8 +15,9 @@ import (
 //
 // Expired sessions are evicted lazily by any call that finds them, and by a
 // janitor goroutine (started by [NewMemory], stopped by [Memory.Close]) so
-// that abandoned sessions do not pile up. A session's subscriptions and
-// event logs live inside its entry and disappear with it.
+// that abandoned sessions do not pile up. A session's subscriptions, event
+// logs and in-flight claims live inside its entry and disappear with it;
+// the janitor also drops the expired claims of live sessions.
 type Memory struct {
 	ttl       time.Duration
 	maxEvents int
@@ -45,6 +46,15 @@ type memSession struct {
 	expires    time.Time
 	subs       map[string]struct{}
 	logs       map[string]*memLog
+	// claims maps the request ids claimed by Begin to their claims. An
+	// entry whose expires is in the past is dead, like a dead session.
+	claims map[string]memClaim
+}
+
+// memClaim is one in-flight request id of a session.
+type memClaim struct {
+	token   string
+	expires time.Time
 }
 
 // memLog is one stream's event log.
@@ -96,13 +106,20 @@ func (m *Memory) janitor(interval time.Duration) {
 	}
 }
 
-// sweep removes every session expired at now.
+// sweep removes every session expired at now, and the claims expired at
+// now of the others.
 func (m *Memory) sweep(now time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for id, s := range m.sessions {
 		if !now.Before(s.expires) {
 			delete(m.sessions, id)
+			continue
+		}
+		for rid, c := range s.claims {
+			if !now.Before(c.expires) {
+				delete(s.claims, rid)
+			}
 		}
 	}
 }
@@ -177,6 +194,62 @@ func (m *Memory) Get(ctx context.Context, id string) (*Session, error) {
 		return nil, fmt.Errorf("sessionstore: get %q: %w", shortID(id), err)
 	}
 	return &s, nil
+}
+
+// Begin implements [Store.Begin].
+func (m *Memory) Begin(ctx context.Context, id, requestID, token string, ttl time.Duration) (*Session, error) {
+	if err := checkClaimTTL(id, ttl); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("sessionstore: begin %q: %w", shortID(id), err)
+	}
+	now := time.Now()
+	m.mu.Lock()
+	ms := m.live(id, now)
+	if ms == nil {
+		m.mu.Unlock()
+		return nil, fmt.Errorf("sessionstore: begin %q: %w", shortID(id), ErrNotFound)
+	}
+	m.touch(ms, now)
+	c, inFlight := ms.claims[requestID]
+	inFlight = inFlight && now.Before(c.expires)
+	if !inFlight {
+		if ms.claims == nil {
+			ms.claims = make(map[string]memClaim)
+		}
+		ms.claims[requestID] = memClaim{token: token, expires: now.Add(ttl)}
+	}
+	s := ms.rec
+	info, caps := ms.info, ms.caps // immutable once stored
+	m.mu.Unlock()
+
+	if err := decodeJSONMembers(&s, info, caps); err != nil {
+		return nil, fmt.Errorf("sessionstore: begin %q: %w", shortID(id), err)
+	}
+	if inFlight {
+		return &s, fmt.Errorf("sessionstore: begin %q: %w", shortID(id), ErrInFlight)
+	}
+	return &s, nil
+}
+
+// End implements [Store.End].
+func (m *Memory) End(ctx context.Context, id, requestID, token string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sessionstore: end %q: %w", shortID(id), err)
+	}
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.live(id, now)
+	if s == nil {
+		return nil
+	}
+	// A dead claim is dropped whoever it belonged to: it is gone anyway.
+	if c, ok := s.claims[requestID]; ok && (c.token == token || !now.Before(c.expires)) {
+		delete(s.claims, requestID)
+	}
+	return nil
 }
 
 // Update implements [Store.Update].

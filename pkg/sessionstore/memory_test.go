@@ -3,6 +3,8 @@ package sessionstore
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -82,6 +84,32 @@ func TestMemoryJanitor(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestMemoryJanitorDropsClaims checks that the janitor drops the expired
+// claims of a live session, so that Begins without End (a bug of the
+// caller) do not pile up.
+func TestMemoryJanitorDropsClaims(t *testing.T) {
+	t.Parallel()
+	m := newMemoryForTest(t, Options{TTL: 200 * time.Millisecond}) // sweeps every 100ms
+	s := &Session{ID: NewID()}
+	mustCreate(t, m, s)
+	for i := range 10 {
+		mustBegin(t, m, s.ID, strconv.Itoa(i), "t", 10*time.Millisecond)
+	}
+	mustBegin(t, m, s.ID, "long", "t", time.Hour)
+	eventually(t, 5*time.Second, "janitor drops the expired claims", func() error {
+		if _, err := m.Get(t.Context(), s.ID); err != nil { // keeps s alive
+			t.Fatal(err)
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if n := len(m.sessions[s.ID].claims); n != 1 {
+			return fmt.Errorf("%d claims left, want 1", n)
+		}
+		return nil
+	})
+	checkInFlight(t, m, s.ID, "long")
 }
 
 func TestMemoryCloseStopsJanitor(t *testing.T) {

@@ -3,6 +3,7 @@ package sessionstore
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // encodeJSONMembers encodes the members of s that are protocol structures.
@@ -37,6 +38,14 @@ func checkNew(s *Session) error {
 	}
 	if !ValidID(s.ID) {
 		return fmt.Errorf("sessionstore: create %q: invalid session id", shortID(s.ID))
+	}
+	return nil
+}
+
+// checkClaimTTL validates the claim lifetime given to Begin.
+func checkClaimTTL(id string, ttl time.Duration) error {
+	if ttl <= 0 {
+		return fmt.Errorf("sessionstore: begin %q: claim ttl %v is not positive", shortID(id), ttl)
 	}
 	return nil
 }

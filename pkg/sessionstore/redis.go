@@ -2,6 +2,8 @@ package sessionstore
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
@@ -38,6 +40,17 @@ import (
 //	P:{S}:ev:<stream>    LIST   the stream's last MaxEvents event payloads,
 //	                            oldest first; as indices are gapless, entry
 //	                            i (from 0) of n has index newest-n+1+i
+//	P:{S}:rq             ZSET   the session's in-flight claims: member m of
+//	                            each claim key below, scored by the claim's
+//	                            deadline (server TIME, unix milliseconds);
+//	                            the list of claim keys, as streams is that
+//	                            of event-log keys
+//	P:{S}:rq:<m>         STRING one in-flight request id: the token of its
+//	                            claim, with the claim's ttl as expiry (SET NX
+//	                            PX); m is the unpadded base64url SHA-256 of
+//	                            the request id, so no request id (braces,
+//	                            colons, spaces, any bytes, any length) can
+//	                            displace the hash tag or spell another key
 //
 // rec, subs and streams all get the same expiry, which every call that
 // extends the TTL slides together; an event log gets it on each append, so
@@ -46,14 +59,25 @@ import (
 // so indices never restart within a session and EventsAfter can tell a
 // lost log (ErrEventsPurged) from an empty one.
 //
+// A claim key expires on its own, after the ttl given to Begin, whatever
+// happens to the session. The rq set is kept alive as long as the claims
+// it lists (Begin extends its expiry to the new claim's ttl plus a slack
+// of a second when that is longer), so that Create and Delete always find
+// every claim left; End removes its claim's member, and Begin drops the
+// members whose deadline passed more than the slack ago (claims of a
+// frontend that crashed), so the set stays as small as the number of
+// requests in flight.
+//
 // Every method is one round trip: a Lua script run by EVALSHA (EVAL the
 // first time a server sees it), atomic on the server. Create is a
 // create-if-absent; Update, Subscribe, Unsubscribe and AppendEvent check
 // that the record exists before writing, so they never resurrect a
 // deleted or expired session. Create and Delete drop the event logs listed
-// in streams. The scripts touch event-log keys they derive from the prefix
-// rather than receive in KEYS; that is sound because those keys share the
-// session's hash tag, hence its slot. For the same reason, ids with a
+// in streams and the claims listed in rq. Begin is Get's script plus the
+// claim, End a compare-and-delete of the claim key. The scripts touch
+// event-log and claim keys they derive from a prefix rather than receive
+// in KEYS; that is sound because those keys share the session's hash tag,
+// hence its slot. For the same reason, ids with a
 // brace (which [NewID] never makes) are refused.
 type Redis struct {
 	client    redis.UniversalClient
@@ -116,12 +140,31 @@ local function droplogs()
 end
 `
 
+// luaDropClaims deletes every claim listed in the rq set KEYS[4], whose
+// name followed by ':' is the prefix of the claim keys, and the set.
+const luaDropClaims = `
+local function dropclaims()
+  for _, m in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
+    redis.call('DEL', KEYS[4] .. ':' .. m)
+  end
+  redis.call('DEL', KEYS[4])
+end
+`
+
+// claimSlack is how long, in milliseconds, a member of the rq set is kept
+// after its claim's deadline, and the rq set after the claim's expiry: a
+// margin for the gap between the TIME that scores a claim and the expiry
+// that Redis gives its key.
+const claimSlack = 1000
+
 var (
-	// ARGV: logprefix, ttl, field, value, ... -> 1 created, 0 exists.
-	// Leftovers of an earlier session with this id are wiped first.
-	scriptCreate = redis.NewScript(luaDropLogs + `
+	// KEYS[4] rq. ARGV: logprefix, ttl, field, value, ... -> 1 created,
+	// 0 exists. Leftovers of an earlier session with this id are wiped
+	// first.
+	scriptCreate = redis.NewScript(luaDropLogs + luaDropClaims + `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 droplogs()
+dropclaims()
 redis.call('HSET', KEYS[1], unpack(ARGV, 3))
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1
@@ -136,6 +179,42 @@ touch(ARGV[1])
 return rec
 `)
 
+	// KEYS[4] rq, KEYS[5] the claim. ARGV: ttl, now, token, claim ttl,
+	// claim member -> nil if there is no record; else the record's HGETALL
+	// preceded by '1' if the claim was made, '0' if the request id was
+	// already in flight. The session is touched either way.
+	scriptBegin = redis.NewScript(luaTouch + `
+local rec = redis.call('HGETALL', KEYS[1])
+if #rec == 0 then return false end
+redis.call('HSET', KEYS[1], 'lastSeen', ARGV[2])
+touch(ARGV[1])
+if not redis.call('SET', KEYS[5], ARGV[3], 'NX', 'PX', ARGV[4]) then
+  table.insert(rec, 1, '0')
+  return rec
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[4])
+-- , KEYS[4], '-inf', now - ` + strconv.Itoa(claimSlack) + `)
+redis.call('ZADD', KEYS[4], now + ttl, ARGV[5])
+if redis.call('PTTL', KEYS[4]) < ttl + ` + strconv.Itoa(claimSlack) + ` then
+  redis.call('PEXPIRE', KEYS[4], ttl + ` + strconv.Itoa(claimSlack) + `)
+end
+table.insert(rec, 1, '1')
+return rec
+`)
+
+	// KEYS[1] rq, KEYS[2] the claim. ARGV: token, claim member -> 1
+	// released, 0 otherwise. A member whose claim is gone is dropped too.
+	scriptEnd = redis.NewScript(`
+local v = redis.call('GET', KEYS[2])
+if v and v ~= ARGV[1] then return 0 end
+if v then redis.call('DEL', KEYS[2]) end
+redis.call('ZREM', KEYS[1], ARGV[2])
+if v then return 1 end
+return 0
+`)
+
 	// ARGV: ttl, field, value, ... (always lastSeen) -> 1, or 0 if absent.
 	scriptUpdate = redis.NewScript(luaTouch + `
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
@@ -144,10 +223,11 @@ touch(ARGV[1])
 return 1
 `)
 
-	// ARGV: logprefix -> 1 deleted, 0 if there was no record.
-	scriptDelete = redis.NewScript(luaDropLogs + `
+	// KEYS[4] rq. ARGV: logprefix -> 1 deleted, 0 if there was no record.
+	scriptDelete = redis.NewScript(luaDropLogs + luaDropClaims + `
 local n = redis.call('DEL', KEYS[1])
 droplogs()
+dropclaims()
 return n
 `)
 
@@ -292,6 +372,22 @@ func (r *Redis) keys(id string) (keys []string, logPrefix string) {
 	return []string{base + "rec", base + "subs", base + "streams"}, base + "ev:"
 }
 
+// claimsKey returns the key of the rq set of session id.
+func (r *Redis) claimsKey(id string) string {
+	return r.prefix + ":{" + id + "}:rq"
+}
+
+// claimKey returns the rq set key of session id, the key of the claim on
+// requestID, and the claim's member in the set. The member is a digest:
+// a request id is any string, and must not be able to displace the hash
+// tag nor to spell the key of another claim.
+func (r *Redis) claimKey(id, requestID string) (set, key, member string) {
+	sum := sha256.Sum256([]byte(requestID))
+	member = base64.RawURLEncoding.EncodeToString(sum[:])
+	set = r.claimsKey(id)
+	return set, set + ":" + member, member
+}
+
 // run runs script for session id; it is the one place that reaches Redis
 // for a session.
 func (r *Redis) run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
@@ -319,6 +415,7 @@ func (r *Redis) Create(ctx context.Context, s *Session) error {
 		return fmt.Errorf("sessionstore: create %q: %w", shortID(s.ID), err)
 	}
 	keys, logPrefix := r.keys(s.ID)
+	keys = append(keys, r.claimsKey(s.ID))
 	now := nowMilli()
 	ms := now.UnixMilli()
 	created, err := r.run(ctx, scriptCreate, keys,
@@ -364,6 +461,55 @@ func (r *Redis) Get(ctx context.Context, id string) (*Session, error) {
 	}
 	s.LastSeen = now
 	return s, nil
+}
+
+// Begin implements [Store.Begin] in one round trip, like Get. Besides the
+// ids [ValidID] refuses, it reports ErrNotFound for ids with a brace,
+// which never name a session.
+func (r *Redis) Begin(ctx context.Context, id, requestID, token string, ttl time.Duration) (*Session, error) {
+	if err := checkClaimTTL(id, ttl); err != nil {
+		return nil, err
+	}
+	if !r.validID(id) {
+		return nil, fmt.Errorf("sessionstore: begin %q: %w", shortID(id), ErrNotFound)
+	}
+	keys, _ := r.keys(id)
+	set, claim, member := r.claimKey(id, requestID)
+	keys = append(keys, set, claim)
+	now := nowMilli()
+	reply, err := r.run(ctx, scriptBegin, keys,
+		r.ttlMS, now.UnixMilli(), token, max(ttl.Milliseconds(), 1), member).StringSlice()
+	switch {
+	case errors.Is(err, redis.Nil):
+		err = ErrNotFound
+	case err == nil && (len(reply) == 0 || reply[0] != "0" && reply[0] != "1"):
+		err = fmt.Errorf("malformed begin reply")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sessionstore: begin %q: %w", shortID(id), err)
+	}
+	s, err := decodeRecord(reply[1:])
+	if err != nil {
+		return nil, fmt.Errorf("sessionstore: begin %q: %w", shortID(id), err)
+	}
+	s.LastSeen = now
+	if reply[0] == "0" {
+		return s, fmt.Errorf("sessionstore: begin %q: %w", shortID(id), ErrInFlight)
+	}
+	return s, nil
+}
+
+// End implements [Store.End] in one round trip. It does not look at the
+// session record: the claim key alone says whether there is a claim.
+func (r *Redis) End(ctx context.Context, id, requestID, token string) error {
+	if !r.validID(id) {
+		return nil
+	}
+	set, claim, member := r.claimKey(id, requestID)
+	if err := r.run(ctx, scriptEnd, []string{set, claim}, token, member).Err(); err != nil {
+		return fmt.Errorf("sessionstore: end %q: %w", shortID(id), err)
+	}
+	return nil
 }
 
 // decodeRecord builds a session from the HGETALL reply of a record.
@@ -431,6 +577,7 @@ func (r *Redis) Delete(ctx context.Context, id string) error {
 		return fmt.Errorf("sessionstore: delete %q: %w", shortID(id), ErrNotFound)
 	}
 	keys, logPrefix := r.keys(id)
+	keys = append(keys, r.claimsKey(id))
 	n, err := r.run(ctx, scriptDelete, keys, logPrefix).Int64()
 	if err == nil && n == 0 {
 		err = ErrNotFound

@@ -2,7 +2,10 @@ package sessionstore
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
+	"fmt"
 	"net"
 	"slices"
 	"strings"
@@ -64,6 +67,16 @@ func TestRedisKeyLayout(t *testing.T) {
 	}
 	mustAppend(t, r, s.ID, "a", "{}")
 	mustAppend(t, r, s.ID, "b:with:colons", "{}")
+	// Request ids that would break the hash tag or spell other keys if
+	// they were used as they are.
+	rids := []string{`"a}b{c: ☃"`, `42`, `}:rec`}
+	for _, rid := range rids {
+		mustBegin(t, r, s.ID, rid, "token "+rid, 10*time.Minute)
+	}
+	mustBegin(t, r, s.ID, "ended", "e", 10*time.Minute)
+	if err := r.End(ctx, s.ID, "ended", "e"); err != nil {
+		t.Fatal(err)
+	}
 
 	base := r.prefix + ":{" + s.ID + "}:"
 	wantTypes := map[string]string{
@@ -72,6 +85,21 @@ func TestRedisKeyLayout(t *testing.T) {
 		base + "streams":          "hash",
 		base + "ev:a":             "list",
 		base + "ev:b:with:colons": "list",
+		base + "rq":               "zset",
+	}
+	var wantMembers []string
+	for _, rid := range rids {
+		sum := sha256.Sum256([]byte(rid))
+		m := base64.RawURLEncoding.EncodeToString(sum[:])
+		wantTypes[base+"rq:"+m] = "string"
+		wantMembers = append(wantMembers, m)
+		if got := c.Get(ctx, base+"rq:"+m).Val(); got != "token "+rid {
+			t.Errorf("claim of %q holds %q, want its token", rid, got)
+		}
+	}
+	slices.Sort(wantMembers)
+	if got := c.ZRange(ctx, base+"rq", 0, -1).Val(); !slices.Equal(slices.Sorted(slices.Values(got)), wantMembers) {
+		t.Errorf("rq members = %q, want %q", got, wantMembers)
 	}
 	keys, err := c.Keys(ctx, r.prefix+":*").Result()
 	if err != nil {
@@ -92,6 +120,10 @@ func TestRedisKeyLayout(t *testing.T) {
 		}
 		if ttl := c.PTTL(ctx, k).Val(); ttl <= 0 || ttl > time.Hour {
 			t.Errorf("PTTL %s = %v, want in (0, 1h]", k, ttl)
+		}
+		// Every key is in the session's slot: its hash tag is the id.
+		if tag := hashTag(k); tag != s.ID {
+			t.Errorf("key %q has hash tag %q, want the session id", k, tag)
 		}
 	}
 	fields, err := c.HKeys(ctx, base+"rec").Result()
@@ -114,6 +146,117 @@ func TestRedisKeyLayout(t *testing.T) {
 	if keys := c.Keys(ctx, r.prefix+":*").Val(); len(keys) != 0 {
 		t.Errorf("keys left after Delete: %q", keys)
 	}
+}
+
+// hashTag returns the part of key that Redis Cluster hashes: what is
+// between the first '{' and the next '}' if that is not empty, else key.
+func hashTag(key string) string {
+	_, rest, ok := strings.Cut(key, "{")
+	if !ok {
+		return key
+	}
+	tag, _, ok := strings.Cut(rest, "}")
+	if !ok || tag == "" {
+		return key
+	}
+	return tag
+}
+
+// TestRedisClaimsOneRoundTrip checks that Begin, which replaces Get on the
+// hot path, is a single command like Get, whatever its outcome, and so is
+// End.
+func TestRedisClaimsOneRoundTrip(t *testing.T) {
+	t.Parallel()
+	url := testutil.StartRedis(t)
+	c := rawClient(t, url)
+	var calls atomic.Int64
+	c.AddHook(countHook{&calls})
+	r, err := NewRedis(c, &RedisOptions{KeyPrefix: testutil.UniquePrefix(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Session{ID: NewID()}
+	mustCreate(t, r, s)
+	// Load the scripts.
+	mustBegin(t, r, s.ID, "warm", "w", time.Minute)
+	if err := r.End(t.Context(), s.ID, "warm", "w"); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name string
+		call func() error
+	}{
+		{"Begin", func() error { _, err := r.Begin(t.Context(), s.ID, "1", "a", time.Minute); return err }},
+		{"Begin in flight", func() error { _, err := r.Begin(t.Context(), s.ID, "1", "b", time.Minute); return err }},
+		{"Begin unknown session", func() error { _, err := r.Begin(t.Context(), NewID(), "1", "a", time.Minute); return err }},
+		{"End other token", func() error { return r.End(t.Context(), s.ID, "1", "b") }},
+		{"End", func() error { return r.End(t.Context(), s.ID, "1", "a") }},
+	}
+	for _, step := range steps {
+		calls.Store(0)
+		_ = step.call()
+		if n := calls.Load(); n != 1 {
+			t.Errorf("%s made %d round trips, want 1", step.name, n)
+		}
+	}
+}
+
+// TestRedisClaimSet checks the upkeep of the rq set: End removes its
+// member, Begin drops the members of claims that expired without an End,
+// and the set never expires before a claim it lists.
+func TestRedisClaimSet(t *testing.T) {
+	t.Parallel()
+	url := testutil.StartRedis(t)
+	r := openRedisForTest(t, url, Options{})
+	c := rawClient(t, url)
+	ctx := t.Context()
+	s := &Session{ID: NewID()}
+	mustCreate(t, r, s)
+	set, longKey, longMember := r.claimKey(s.ID, "long")
+	_, _, endedMember := r.claimKey(s.ID, "ended")
+	_, crashedKey, crashedMember := r.claimKey(s.ID, "crashed")
+	members := func() []string {
+		t.Helper()
+		m, err := c.ZRange(ctx, set, 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(m)
+		return m
+	}
+
+	mustBegin(t, r, s.ID, "long", "l", 10*time.Minute)
+	mustBegin(t, r, s.ID, "ended", "e", 10*time.Minute)
+	mustBegin(t, r, s.ID, "crashed", "c", 20*time.Millisecond)
+	if got, want := members(), slices.Sorted(slices.Values([]string{longMember, endedMember, crashedMember})); !slices.Equal(got, want) {
+		t.Fatalf("rq members = %q, want %q", got, want)
+	}
+	// A shorter claim does not shorten the set's life.
+	if setTTL, claimTTL := c.PTTL(ctx, set).Val(), c.PTTL(ctx, longKey).Val(); setTTL < claimTTL {
+		t.Errorf("rq PTTL %v < PTTL %v of a claim it lists", setTTL, claimTTL)
+	}
+	if err := r.End(ctx, s.ID, "ended", "e"); err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(members(), endedMember) {
+		t.Errorf("End left its member in rq")
+	}
+
+	// The crashed claim's key expires; a later Begin drops its member.
+	eventually(t, 10*time.Second, "expired claim dropped from rq", func() error {
+		if c.Exists(ctx, crashedKey).Val() != 0 {
+			return errors.New("claim key still there")
+		}
+		token := NewID()
+		mustBegin(t, r, s.ID, "tick", token, time.Minute)
+		if err := r.End(ctx, s.ID, "tick", token); err != nil {
+			t.Fatal(err)
+		}
+		if got := members(); !slices.Equal(got, []string{longMember}) {
+			return fmt.Errorf("rq members = %q, want only %q", got, longMember)
+		}
+		return nil
+	})
 }
 
 // TestRedisGetOneRoundTrip checks that Get, the hot path of every legacy
@@ -212,9 +355,15 @@ func TestRedisCreateWipesLeftovers(t *testing.T) {
 	c.SAdd(ctx, base+"subs", "file:///stale")
 	c.HSet(ctx, base+"streams", "s", 7)
 	c.RPush(ctx, base+"ev:s", "stale")
+	set, claim, member := r.claimKey(id, freshRequestID)
+	c.Set(ctx, claim, "stale", 0)
+	c.ZAdd(ctx, set, redis.Z{Score: 1, Member: member})
 	checkFreshSession(t, r, id)
 	if n := c.Exists(ctx, base+"ev:s").Val(); n != 1 || c.LLen(ctx, base+"ev:s").Val() != 1 {
 		t.Errorf("stale log not replaced")
+	}
+	if v := c.Get(ctx, claim).Val(); v == "stale" {
+		t.Errorf("stale claim not replaced")
 	}
 }
 

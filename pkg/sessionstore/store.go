@@ -1,7 +1,9 @@
 // Package sessionstore keeps what must outlive one frontend process for
 // legacy (2025-11-25) sessions: the session record (with its initialized
-// flag), the session's resource subscriptions, and the bounded per-stream
-// event logs used for SSE resumption.
+// flag), the session's resource subscriptions, the bounded per-stream
+// event logs used for SSE resumption, and the registry of the session's
+// in-flight request ids (a request id must not be reused while a request
+// with that id is still running, whichever frontend or worker serves it).
 //
 // Two implementations exist: [Memory] (the all-in-one default; one process)
 // and [Redis] (shared by every frontend of a cluster). Both pass the same test
@@ -26,6 +28,10 @@ var (
 	// all in the log (the log was trimmed or expired): the caller must not
 	// replay a partial history.
 	ErrEventsPurged = errors.New("sessionstore: events purged")
+	// ErrInFlight means Begin found the request id already claimed by a
+	// request of the same session that has not ended (and whose claim has
+	// not expired).
+	ErrInFlight = errors.New("sessionstore: request id already in flight")
 	// ErrInvalidConfig means a constructor was given options it cannot
 	// honour (a negative TTL, a malformed Redis URL, ...).
 	ErrInvalidConfig = errors.New("sessionstore: invalid config")
@@ -40,9 +46,9 @@ const DefaultMaxEvents = 1000
 
 // Options configure a store. The zero value is valid.
 type Options struct {
-	// TTL is the sliding idle lifetime of a session: every Get, Update,
-	// Subscribe, Unsubscribe and AppendEvent pushes expiry TTL into the
-	// future. Zero means DefaultTTL; negative is invalid.
+	// TTL is the sliding idle lifetime of a session: every Get, Begin,
+	// Update, Subscribe, Unsubscribe and AppendEvent pushes expiry TTL into
+	// the future. Zero means DefaultTTL; negative is invalid.
 	TTL time.Duration
 	// MaxEvents caps each stream's event log; older events are dropped.
 	// Zero means DefaultMaxEvents; negative is invalid.
@@ -103,8 +109,8 @@ type Store interface {
 	// use, and with a plain error if s is nil, s.ID fails [ValidID] or the
 	// client info or capabilities do not encode as JSON. CreatedAt and
 	// LastSeen are set by the store (also in *s on success). The session
-	// starts with no subscriptions and no event logs, even if the id was
-	// used before.
+	// starts with no subscriptions, no event logs and no in-flight claims,
+	// even if the id was used before.
 	Create(ctx context.Context, s *Session) error
 	// Get returns a copy of the session (the caller may modify it freely)
 	// and extends its idle TTL; LastSeen in the copy is the time of this
@@ -114,9 +120,40 @@ type Store interface {
 	// Update applies p to a live session and extends its TTL. It never
 	// recreates a deleted or expired session: ErrNotFound then.
 	Update(ctx context.Context, id string, p Patch) error
-	// Delete removes the session with its subscriptions and event logs.
-	// It fails with ErrNotFound if there was nothing to delete.
+	// Delete removes the session with its subscriptions, event logs and
+	// in-flight claims. It fails with ErrNotFound if there was nothing to
+	// delete.
 	Delete(ctx context.Context, id string) error
+
+	// Begin is Get plus a claim on (session, requestID) for a request that is
+	// about to run: in one atomic step it returns the session (sliding its TTL
+	// like Get) and records that requestID is in flight, for at most ttl
+	// (a crashed frontend cannot leave a claim behind for longer). token
+	// identifies this claim (the caller passes a unique value). It fails with
+	// ErrNotFound for an unknown or expired session, and with ErrInFlight when
+	// requestID is already claimed by a claim that has not ended or expired;
+	// in that case the returned session is still valid (non-nil) so the caller
+	// can answer in the session's terms.
+	//
+	// More precisely: requestID is any string, compared byte for byte (the
+	// caller passes the JSON form of the JSON-RPC id, so 1 and "1" differ);
+	// claims of different sessions never conflict. The TTL is slid on
+	// ErrInFlight too (the client is active). ttl must be positive (a plain
+	// error otherwise, and nothing is claimed or slid); a backend may round
+	// it to its precision (Redis: whole milliseconds, at least 1). Begin
+	// costs what Get costs: one round trip to a shared backend. On any
+	// other error the claim may or may not have been made: calling End with
+	// the same token is always safe, whatever Begin returned.
+	Begin(ctx context.Context, id, requestID, token string, ttl time.Duration) (*Session, error)
+	// End releases the claim made by Begin with the same token. It is a no-op
+	// when the claim is gone or belongs to another token (a later request that
+	// reused the id after this claim expired). Deleting the session releases
+	// all its claims.
+	//
+	// End neither checks that the session is live nor extends its TTL: for
+	// an unknown, expired or invalid session id it is a no-op too. It fails
+	// only when the backend is unreachable or ctx is done.
+	End(ctx context.Context, id, requestID, token string) error
 
 	// Subscribe adds uri to the session's resource subscriptions
 	// (idempotent). ErrNotFound if the session is not live.

@@ -52,6 +52,14 @@ func runStoreSuite(t *testing.T, newStore func(t *testing.T, opts Options) Store
 		{"Trimming", testTrimming},
 		{"EventsAreCopies", testEventsAreCopies},
 		{"ConcurrentAppends", testConcurrentAppends},
+		{"BeginIsGet", testBeginIsGet},
+		{"BeginInFlight", testBeginInFlight},
+		{"EndReleases", testEndReleases},
+		{"ClaimExpires", testClaimExpires},
+		{"DeleteReleasesClaims", testDeleteReleasesClaims},
+		{"ConcurrentBegin", testConcurrentBegin},
+		{"OddRequestIDs", testOddRequestIDs},
+		{"BeginInvalidTTL", testBeginInvalidTTL},
 		{"CanceledContext", testCanceledContext},
 		{"Ping", testPing},
 		{"CloseIdempotent", testCloseIdempotent},
@@ -355,6 +363,13 @@ var sessionOps = []struct {
 		_, err := st.EventsAfter(ctx, id, "s", 0)
 		return err
 	}},
+	{"Begin", func(ctx context.Context, st Store, id string) error {
+		s, err := st.Begin(ctx, id, "1", "token", time.Minute)
+		if s != nil && err != nil && !errors.Is(err, ErrInFlight) {
+			return fmt.Errorf("Begin returned a session with error %w", err)
+		}
+		return err
+	}},
 }
 
 // checkAllNotFound checks that every method reports ErrNotFound for id,
@@ -379,6 +394,12 @@ func testUnknownSession(t *testing.T, newStore storeFactory) {
 	id := NewID()
 	checkAllNotFound(t, st, id)
 	checkAllNotFound(t, st, id)
+	// End has nothing to release, which is not an error.
+	for _, id := range []string{NewID(), "", "bad id", "a{b}c", strings.Repeat("a", MaxIDLen+1)} {
+		if err := st.End(t.Context(), id, "1", "token"); err != nil {
+			t.Errorf("End on unknown session %q: %v", shortID(id), err)
+		}
+	}
 }
 
 func testErrorsTruncateID(t *testing.T, newStore storeFactory) {
@@ -446,6 +467,19 @@ var touchOps = []struct {
 	{"Unsubscribe", func(ctx context.Context, st Store, id string) error { return st.Unsubscribe(ctx, id, "file:///x") }},
 	{"AppendEvent", func(ctx context.Context, st Store, id string) error {
 		_, err := st.AppendEvent(ctx, id, "s", []byte(`{}`))
+		return err
+	}},
+	{"Begin", func(ctx context.Context, st Store, id string) error {
+		_, err := st.Begin(ctx, id, NewID(), "token", suiteTTL)
+		return err
+	}},
+	// A Begin refused because the request id is in flight still slides:
+	// the client is active.
+	{"BeginInFlight", func(ctx context.Context, st Store, id string) error {
+		s, err := st.Begin(ctx, id, "busy", NewID(), time.Hour)
+		if errors.Is(err, ErrInFlight) && s != nil {
+			err = nil
+		}
 		return err
 	}},
 }
@@ -529,6 +563,10 @@ func testReadsDoNotSlideTTL(t *testing.T, newStore storeFactory) {
 	// Subscriptions and EventsAfter are reads that must not keep a session
 	// alive: a replaying client is not activity.
 	eventually(t, 5*time.Second, "session expires while read", func() error {
+		// Nor is the end of a request (End has nothing to release here).
+		if err := st.End(t.Context(), s.ID, "1", "token"); err != nil {
+			t.Fatalf("End: %v", err)
+		}
 		if _, err := st.EventsAfter(t.Context(), s.ID, "s", 0); errors.Is(err, ErrNotFound) {
 			return nil
 		}
@@ -547,14 +585,19 @@ func testExpiredSessionIsGone(t *testing.T, newStore storeFactory) {
 		t.Fatal(err)
 	}
 	mustAppend(t, st, s.ID, "s", `{"n":1}`)
+	mustBegin(t, st, s.ID, freshRequestID, "old", time.Hour)
 	waitExpired(t, st, s.ID)
 
 	checkAllNotFound(t, st, s.ID) // never recreated by a late Update & co.
 	checkFreshSession(t, st, s.ID)
 }
 
+// freshRequestID is the request id that checkFreshSession expects to be
+// free in a re-created session.
+const freshRequestID = `"fresh"`
+
 // checkFreshSession creates id and checks that it has none of the state of
-// an earlier session with that id.
+// an earlier session with that id, in-flight claims included.
 func checkFreshSession(t *testing.T, st Store, id string) {
 	t.Helper()
 	mustCreate(t, st, &Session{ID: id})
@@ -578,6 +621,9 @@ func checkFreshSession(t *testing.T, st Store, id string) {
 	}
 	if idx := mustAppend(t, st, id, "s", `{}`); idx != 1 {
 		t.Errorf("re-created session: first index = %d, want 1", idx)
+	}
+	if _, err := st.Begin(t.Context(), id, freshRequestID, "new", time.Hour); err != nil {
+		t.Errorf("re-created session: Begin(%s): %v, want the old claim gone", freshRequestID, err)
 	}
 }
 
@@ -608,6 +654,7 @@ func testDeleteRemovesEverything(t *testing.T, newStore storeFactory) {
 			mustAppend(t, st, id, "s", fmt.Sprintf(`{"n":%d}`, i))
 			mustAppend(t, st, id, "other", `{}`)
 		}
+		mustBegin(t, st, id, freshRequestID, "old", time.Hour)
 	}
 
 	if err := st.Delete(t.Context(), s.ID); err != nil {
@@ -629,6 +676,7 @@ func testDeleteRemovesEverything(t *testing.T, newStore storeFactory) {
 	if evs, err := st.EventsAfter(t.Context(), other.ID, "s", 0); err != nil || len(evs) != 3 {
 		t.Errorf("other session: EventsAfter = %v, %v; want 3 events", evs, err)
 	}
+	checkInFlight(t, st, other.ID, freshRequestID)
 }
 
 func testSubscriptions(t *testing.T, newStore storeFactory) {
@@ -898,6 +946,13 @@ func testCanceledContext(t *testing.T, newStore storeFactory) {
 	if _, err := st.Get(t.Context(), s.ID); err != nil {
 		t.Errorf("Get after the canceled calls: %v (a canceled Delete must not delete)", err)
 	}
+	// The canceled Begin of sessionOps claimed nothing; a canceled End
+	// releases nothing.
+	mustBegin(t, st, s.ID, "1", "live", time.Hour)
+	if err := st.End(ctx, s.ID, "1", "live"); !errors.Is(err, context.Canceled) {
+		t.Errorf("End with a canceled context: error = %v, want context.Canceled", err)
+	}
+	checkInFlight(t, st, s.ID, "1")
 }
 
 func testPing(t *testing.T, newStore storeFactory) {

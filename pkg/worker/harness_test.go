@@ -229,9 +229,27 @@ func (fe *frontend) newStream() *stream {
 	return st
 }
 
+// close forgets a stream whose exchange is over.
+func (fe *frontend) close(st *stream) {
+	fe.mu.Lock()
+	defer fe.mu.Unlock()
+	delete(fe.streams, st.id)
+}
+
 // send publishes request (method, id, params) with header hdr (nil: a
-// legacy request of session "s1"), on a new stream, and returns it.
+// legacy request of session "s1"), on a new stream, and returns it. The
+// request has reached NATS when send returns.
 func (fe *frontend) send(tb testing.TB, hdr *bus.RequestHeader, id protocol.ID, method, name, params string) *stream {
+	tb.Helper()
+	st := fe.publish(tb, hdr, id, method, name, params)
+	if err := fe.nc.Flush(); err != nil {
+		tb.Fatalf("flushing: %v", err)
+	}
+	return st
+}
+
+// publish is send without the flush.
+func (fe *frontend) publish(tb testing.TB, hdr *bus.RequestHeader, id protocol.ID, method, name, params string) *stream {
 	tb.Helper()
 	if hdr == nil {
 		hdr = legacy("s1")
@@ -249,9 +267,6 @@ func (fe *frontend) send(tb testing.TB, hdr *bus.RequestHeader, id protocol.ID, 
 	}
 	if err := fe.nc.PublishMsg(&nats.Msg{Subject: fe.subj.Request(method, name), Reply: st.subject, Data: data}); err != nil {
 		tb.Fatalf("publishing the request: %v", err)
-	}
-	if err := fe.nc.Flush(); err != nil {
-		tb.Fatalf("flushing: %v", err)
 	}
 	return st
 }
@@ -377,12 +392,13 @@ func addTool(tb testing.TB, s *mcp.Server, name string, h mcp.ToolHandler) {
 // blocker is a tool that blocks until released or cancelled, reporting
 // both events.
 type blocker struct {
-	started   chan string       // the "tag" argument, when the handler starts
-	release   chan struct{}     // closed to let every call return
-	cancelled chan error        // context.Cause, when the ctx ends first
-	deadlines chan time.Time    // the ctx deadline, at start
-	returned  chan struct{}     // one value per handler return
-	reqs      chan *mcp.Request // the request, at start
+	started   chan string    // the "tag" argument, when the handler starts
+	release   chan struct{}  // closed to let every call return
+	cancelled chan error     // context.Cause, when the ctx ends first
+	deadlines chan time.Time // the ctx deadline, at start
+	returned  chan struct{}  // one value per handler return
+
+	releaseOnce sync.Once
 }
 
 func newBlocker(tb testing.TB, s *mcp.Server, name string) *blocker {
@@ -393,10 +409,9 @@ func newBlocker(tb testing.TB, s *mcp.Server, name string) *blocker {
 		cancelled: make(chan error, 64),
 		deadlines: make(chan time.Time, 64),
 		returned:  make(chan struct{}, 64),
-		reqs:      make(chan *mcp.Request, 64),
 	}
 	tb.Cleanup(b.releaseAll)
-	addTool(tb, s, name, func(ctx context.Context, req *mcp.Request, args json.RawMessage) (*protocol.CallToolResult, error) {
+	addTool(tb, s, name, func(ctx context.Context, _ *mcp.Request, args json.RawMessage) (*protocol.CallToolResult, error) {
 		defer func() { b.returned <- struct{}{} }()
 		var in struct {
 			Tag string `json:"tag"`
@@ -404,7 +419,6 @@ func newBlocker(tb testing.TB, s *mcp.Server, name string) *blocker {
 		_ = json.Unmarshal(args, &in)
 		dl, _ := ctx.Deadline()
 		b.deadlines <- dl
-		b.reqs <- req
 		b.started <- in.Tag
 		select {
 		case <-b.release:
@@ -417,17 +431,8 @@ func newBlocker(tb testing.TB, s *mcp.Server, name string) *blocker {
 	return b
 }
 
-var releaseMu sync.Mutex
-
-func (b *blocker) releaseAll() {
-	releaseMu.Lock()
-	defer releaseMu.Unlock()
-	select {
-	case <-b.release:
-	default:
-		close(b.release)
-	}
-}
+// releaseAll lets every running and future call return. Idempotent.
+func (b *blocker) releaseAll() { b.releaseOnce.Do(func() { close(b.release) }) }
 
 // validateMessage checks a message the worker sent against the schema of
 // version, given the request method for responses.

@@ -91,6 +91,13 @@ func (w *Worker) onRequest(m *nats.Msg) {
 		ID:        msg.ID,
 		Era:       hdr.Era,
 		Principal: hdr.Principal,
+		Features:  mcp.Features{Listen: hdr.Listen, SessionStream: hdr.SessionStream},
+	}
+	if hdr.CheckParamHeaders {
+		req.ParamHeaders = hdr.ParamHeaders
+		if req.ParamHeaders == nil {
+			req.ParamHeaders = map[string]string{}
+		}
 	}
 	key := bus.CancelKeyStream(hdr.Frontend, hdr.Stream)
 	if s := hdr.Session; s != nil {
@@ -292,7 +299,7 @@ func (w *Worker) onNotification(hdr *bus.RequestHeader, raw []byte) {
 		Method: msg.Method, Era: hdr.Era, Principal: hdr.Principal,
 		SessionID: s.ID, ProtocolVersion: s.ProtocolVersion,
 		ClientInfo: s.ClientInfo, ClientCapabilities: s.ClientCapabilities, LogLevel: s.LogLevel,
-		Out: w.sessionOutbound(s.ID),
+		Out: w.sessionOutbound(s.ID), Features: mcp.Features{Listen: hdr.Listen, SessionStream: hdr.SessionStream},
 	}
 	w.mu.Lock()
 	if w.closed {

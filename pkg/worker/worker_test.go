@@ -410,6 +410,24 @@ func TestDeadline(t *testing.T) {
 	})
 }
 
+// BenchmarkRoundTrip measures one tools/call through the bus: envelope,
+// worker dispatch, handler, response frame. Each iteration waits for its
+// response before the next starts.
+func BenchmarkRoundTrip(b *testing.B) {
+	f := newFixture(b, echoServer(b), nil)
+	params := `{"name":"echo","arguments":{"text":"hello"}}`
+	b.ReportAllocs()
+	var i int64
+	for b.Loop() {
+		i++
+		st := f.fe.publish(b, nil, protocol.Int64ID(i), protocol.MethodToolsCall, "echo", params)
+		if fr := st.next(b); fr.kind != bus.FrameResponse {
+			b.Fatalf("got %s, want a response", fr)
+		}
+		f.fe.close(st)
+	}
+}
+
 func wantJSON(tb testing.TB, got []byte, want string) {
 	tb.Helper()
 	var g, w any

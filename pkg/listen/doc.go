@@ -1,0 +1,24 @@
+// Package listen is the stream registry of a frontend: it tracks the
+// long-lived client streams that receive events from the bus and feeds
+// them. Two kinds of streams exist:
+//
+//   - legacy GET streams ([SessionStream], 2025-11-25): each gets
+//     session-scoped messages (a NATS queue group makes each reach exactly
+//     one GET stream of the session), every list_changed event, and
+//     resources/updated for the URIs the session subscribed to (held in the
+//     store, reloaded when any frontend changes them);
+//   - modern listen streams ([ListenStream], 2026-07-28
+//     subscriptions/listen): each gets the events its acknowledged filter
+//     asked for, tagged with its subscription id.
+//
+// Events arrive once per frontend from NATS: one subscription for
+// list_changed, and one refcounted subscription per watched URI, so NATS
+// interest routing only sends a frontend the URIs its clients watch. A
+// [Registry] subscribes to the bus before a stream is handed out, so
+// nothing raised after Open returns is lost.
+//
+// Delivery never blocks: each stream has a bounded buffer, and a stream
+// whose reader falls behind is ended (Done closes; Reason says why). The
+// registry's lock is never held while writing to a client: streams are
+// written by their own goroutines (the HTTP handlers), which read C.
+package listen

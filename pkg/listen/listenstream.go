@@ -1,0 +1,140 @@
+package listen
+
+import (
+	"encoding/json"
+
+	"github.com/mcpfleet/mcpfleet/pkg/protocol"
+)
+
+// listenKey names a listen stream for duplicate detection: the client (as
+// the transport identifies it) and the subscription id.
+type listenKey struct {
+	client string
+	id     string
+}
+
+// ListenStream is one modern subscriptions/listen stream. C delivers the
+// JSON-RPC notifications to write, already tagged with the subscription
+// id; the first message to write is Ack, the last (on graceful shutdown)
+// Final.
+type ListenStream struct {
+	stream
+	// ID is the subscription id: the listen request's JSON-RPC id.
+	ID     protocol.ID
+	filter protocol.SubscriptionFilter
+	key    listenKey
+	reg    *Registry
+	idJSON []byte
+}
+
+// Honoured returns the part of a requested filter this registry delivers:
+// list changes and resource subscriptions; task ids are dropped (no tasks
+// extension here).
+func Honoured(f *protocol.SubscriptionFilter) protocol.SubscriptionFilter {
+	h := protocol.SubscriptionFilter{
+		ToolsListChanged:     f.ToolsListChanged,
+		PromptsListChanged:   f.PromptsListChanged,
+		ResourcesListChanged: f.ResourcesListChanged,
+	}
+	seen := map[string]bool{}
+	for _, u := range f.ResourceSubscriptions {
+		if u != "" && !seen[u] {
+			seen[u] = true
+			h.ResourceSubscriptions = append(h.ResourceSubscriptions, u)
+		}
+	}
+	return h
+}
+
+// OpenListen registers a listen stream for client (the transport's name for
+// the client: its principal or connection) with subscription id and the
+// honoured filter. Its bus subscriptions are in place before it returns,
+// so the caller may write the Ack and nothing raised afterwards is lost.
+// It fails with ErrTooMany past the cap, ErrDuplicate when the client
+// already listens with this id, ErrClosed after Shutdown.
+func (r *Registry) OpenListen(client string, id protocol.ID, filter protocol.SubscriptionFilter) (*ListenStream, error) {
+	l := &ListenStream{stream: newStream(r.opts.Buffer), ID: id, filter: filter, reg: r,
+		key: listenKey{client: client, id: id.String()}, idJSON: id.AppendJSON(nil)}
+	r.mu.Lock()
+	switch {
+	case r.closed:
+		r.mu.Unlock()
+		return nil, ErrClosed
+	case r.listens[l.key] != nil:
+		r.mu.Unlock()
+		return nil, ErrDuplicate
+	case r.opts.MaxListen > 0 && len(r.listens) >= r.opts.MaxListen:
+		r.mu.Unlock()
+		return nil, ErrTooMany
+	}
+	r.listens[l.key] = l
+	var err error
+	for _, u := range filter.ResourceSubscriptions {
+		if err = r.addURI(u, l); err != nil {
+			break
+		}
+	}
+	r.mu.Unlock()
+	if err == nil {
+		err = r.flush()
+	}
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// Close unregisters the stream. Idempotent.
+func (l *ListenStream) Close() {
+	r := l.reg
+	l.end(ReasonClosed)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.listens[l.key] != l {
+		return
+	}
+	delete(r.listens, l.key)
+	for _, u := range l.filter.ResourceSubscriptions {
+		r.dropURI(u, l)
+	}
+}
+
+// Ack is notifications/subscriptions/acknowledged for this stream.
+func (l *ListenStream) Ack() []byte {
+	p := protocol.SubscriptionsAckParams{
+		Meta:          protocol.Meta{protocol.MetaSubscriptionID: json.RawMessage(l.idJSON)},
+		Notifications: l.filter,
+	}
+	b, _ := protocol.EncodeNotification(protocol.NotificationSubscriptionsAck, &p)
+	return b
+}
+
+// Final is the SubscriptionsListenResult that ends the stream gracefully.
+func (l *ListenStream) Final() []byte {
+	return protocol.AppendResponse(nil, l.ID, l.finalResult())
+}
+
+func (l *ListenStream) finalResult() []byte {
+	b := []byte(`{"resultType":"complete","_meta":{"` + protocol.MetaSubscriptionID + `":`)
+	b = append(b, l.idJSON...)
+	return append(b, "}}"...)
+}
+
+// tag builds a notification for this stream: method, the uri (for
+// resources/updated) and the subscription id in _meta.
+func (l *ListenStream) tag(method, uri string) []byte {
+	b := make([]byte, 0, 128+len(uri))
+	b = append(b, `{"jsonrpc":"2.0","method":"`...)
+	b = append(b, method...)
+	b = append(b, `","params":{`...)
+	if uri != "" {
+		u, _ := json.Marshal(uri)
+		b = append(b, `"uri":`...)
+		b = append(b, u...)
+		b = append(b, ',')
+	}
+	b = append(b, `"_meta":{"`+protocol.MetaSubscriptionID+`":`...)
+	b = append(b, l.idJSON...)
+	return append(b, "}}}"...)
+}

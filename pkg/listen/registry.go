@@ -1,0 +1,286 @@
+package listen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/pkg/bus"
+	"github.com/mcpfleet/mcpfleet/pkg/protocol"
+	"github.com/nats-io/nats.go"
+)
+
+// SubscriptionSource gives a legacy session's subscribed URIs
+// (sessionstore.Store implements it).
+type SubscriptionSource interface {
+	Subscriptions(ctx context.Context, session string) ([]string, error)
+}
+
+// Options configure a Registry. The zero value is valid but for the
+// required fields noted.
+type Options struct {
+	// Subjects builds bus subjects.
+	Subjects bus.Subjects
+	// Subscriptions gives legacy sessions' URIs. Required for session
+	// streams.
+	Subscriptions SubscriptionSource
+	// Buffer is the number of messages buffered per stream; zero means 256.
+	Buffer int
+	// MaxListen caps the listen streams open at once on this registry;
+	// zero means 1000, negative means unlimited.
+	MaxListen int
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Errors of Open*.
+var (
+	// ErrTooMany means the listen stream cap is reached (HTTP 503).
+	ErrTooMany = errors.New("listen: too many listen streams")
+	// ErrDuplicate means the client already has a listen stream with this
+	// subscription id: the new stream is refused, the old one goes on.
+	ErrDuplicate = errors.New("listen: duplicate subscription id")
+	// ErrClosed means the registry is shut down.
+	ErrClosed = errors.New("listen: registry closed")
+)
+
+// End reasons a stream reports after Done.
+const (
+	ReasonSlow     = "slow reader"
+	ReasonDeleted  = "session deleted"
+	ReasonShutdown = "shutdown"
+	ReasonClosed   = "closed"
+)
+
+// Session control messages (on Subjects.SessionControl).
+const (
+	// CtlDeleted announces that the session ended.
+	CtlDeleted = "deleted"
+	// CtlSubs announces that the session's subscriptions changed; holders
+	// reload them and reply.
+	CtlSubs = "subs"
+)
+
+// Registry feeds the streams of one frontend. Safe for concurrent use.
+type Registry struct {
+	nc   *nats.Conn
+	opts Options
+	log  *slog.Logger
+
+	mu       sync.Mutex // guards everything below
+	closed   bool
+	sessions map[string]*session
+	uris     map[string]*uriEntry
+	listens  map[listenKey]*ListenStream
+	listSub  *nats.Subscription
+}
+
+type uriEntry struct {
+	sub      *nats.Subscription
+	sessions map[string]struct{}
+	listens  map[*ListenStream]struct{}
+}
+
+// stream is the delivery end shared by both kinds.
+type stream struct {
+	ch     chan []byte
+	done   chan struct{}
+	once   sync.Once
+	reason string
+}
+
+func newStream(buf int) stream {
+	return stream{ch: make(chan []byte, buf), done: make(chan struct{})}
+}
+
+// C delivers the messages to write, in order.
+func (s *stream) C() <-chan []byte { return s.ch }
+
+// Done is closed when the registry ends the stream (slow reader, session
+// deleted, shutdown).
+func (s *stream) Done() <-chan struct{} { return s.done }
+
+// Reason says why Done was closed.
+func (s *stream) Reason() string {
+	select {
+	case <-s.done:
+		return s.reason
+	default:
+		return ""
+	}
+}
+
+func (s *stream) end(reason string) {
+	s.once.Do(func() {
+		s.reason = reason
+		close(s.done)
+	})
+}
+
+// offer hands msg to the stream without blocking; a full buffer ends it.
+func (s *stream) offer(msg []byte) bool {
+	select {
+	case <-s.done:
+		return false
+	default:
+	}
+	select {
+	case s.ch <- msg:
+		return true
+	default:
+		s.end(ReasonSlow)
+		return false
+	}
+}
+
+// New returns a registry; call Start before opening streams.
+func New(nc *nats.Conn, opts Options) *Registry {
+	if opts.Buffer <= 0 {
+		opts.Buffer = 256
+	}
+	if opts.MaxListen == 0 {
+		opts.MaxListen = 1000
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Registry{
+		nc: nc, opts: opts, log: log,
+		sessions: map[string]*session{}, uris: map[string]*uriEntry{}, listens: map[listenKey]*ListenStream{},
+	}
+}
+
+// Start subscribes to list_changed events.
+func (r *Registry) Start() error {
+	sub, err := r.nc.Subscribe(r.opts.Subjects.AllListChanged(), r.onListChanged)
+	if err != nil {
+		return fmt.Errorf("listen: subscribing to list_changed: %w", err)
+	}
+	_ = sub.SetPendingLimits(-1, 64<<20)
+	r.mu.Lock()
+	r.listSub = sub
+	r.mu.Unlock()
+	return nil
+}
+
+// Shutdown ends every stream with ReasonShutdown (listen streams then send
+// their final result) and unsubscribes. Streams cannot be opened after it.
+func (r *Registry) Shutdown() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	r.closed = true
+	if r.listSub != nil {
+		_ = r.listSub.Unsubscribe()
+	}
+	for _, s := range r.sessions {
+		for _, g := range s.streams {
+			g.end(ReasonShutdown)
+		}
+	}
+	for _, l := range r.listens {
+		l.end(ReasonShutdown)
+	}
+}
+
+// ListenCount returns the number of open listen streams.
+func (r *Registry) ListenCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.listens)
+}
+
+// list_changed kinds and the filter field of each.
+var listKinds = map[string]func(f *protocol.SubscriptionFilter) bool{
+	"tools":     func(f *protocol.SubscriptionFilter) bool { return f.ToolsListChanged },
+	"prompts":   func(f *protocol.SubscriptionFilter) bool { return f.PromptsListChanged },
+	"resources": func(f *protocol.SubscriptionFilter) bool { return f.ResourcesListChanged },
+}
+
+func (r *Registry) onListChanged(m *nats.Msg) {
+	kind := bus.StreamID(m.Subject) // the last token
+	wants, ok := listKinds[kind]
+	if !ok {
+		return
+	}
+	method := "notifications/" + kind + "/list_changed"
+	legacy := bus.AppendFrame(nil, bus.FrameNotification, m.Data)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range r.sessions {
+		s.deliver(legacy)
+	}
+	for _, l := range r.listens {
+		if wants(&l.filter) {
+			l.offer(l.tag(method, ""))
+		}
+	}
+}
+
+// addURI and dropURI keep one NATS subscription per watched URI; the
+// caller holds r.mu. owner is a session id (string) or a *ListenStream.
+func (r *Registry) addURI(uri string, owner any) error {
+	e := r.uris[uri]
+	if e == nil {
+		sub, err := r.nc.Subscribe(r.opts.Subjects.ResourceUpdated(uri), func(m *nats.Msg) { r.onResourceUpdated(uri, m.Data) })
+		if err != nil {
+			return err
+		}
+		e = &uriEntry{sub: sub, sessions: map[string]struct{}{}, listens: map[*ListenStream]struct{}{}}
+		r.uris[uri] = e
+	}
+	switch o := owner.(type) {
+	case string:
+		e.sessions[o] = struct{}{}
+	case *ListenStream:
+		e.listens[o] = struct{}{}
+	}
+	return nil
+}
+
+func (r *Registry) dropURI(uri string, owner any) {
+	e := r.uris[uri]
+	if e == nil {
+		return
+	}
+	switch o := owner.(type) {
+	case string:
+		delete(e.sessions, o)
+	case *ListenStream:
+		delete(e.listens, o)
+	}
+	if len(e.sessions) == 0 && len(e.listens) == 0 {
+		_ = e.sub.Unsubscribe()
+		delete(r.uris, uri)
+	}
+}
+
+func (r *Registry) onResourceUpdated(uri string, msg []byte) {
+	legacy := bus.AppendFrame(nil, bus.FrameNotification, msg)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.uris[uri]
+	if e == nil {
+		return
+	}
+	for sid := range e.sessions {
+		if s := r.sessions[sid]; s != nil {
+			s.deliver(legacy)
+		}
+	}
+	for l := range e.listens {
+		l.offer(l.tag(protocol.NotificationResourceUpdated, uri))
+	}
+}
+
+// flush makes sure the subscriptions made so far are registered with the
+// server before a stream is handed out.
+func (r *Registry) flush() error {
+	return r.nc.FlushTimeout(5 * time.Second)
+}

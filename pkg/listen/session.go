@@ -1,0 +1,185 @@
+package listen
+
+import (
+	"context"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/pkg/bus"
+	"github.com/nats-io/nats.go"
+)
+
+// session is the registry's view of one legacy session with GET streams on
+// this frontend. Guarded by Registry.mu.
+type session struct {
+	id      string
+	streams []*SessionStream
+	next    int // round robin among streams
+	subs    []*nats.Subscription
+	uris    map[string]struct{}
+}
+
+// SessionStream is one legacy GET stream. C delivers frames (a kind byte,
+// bus.FrameNotification or bus.FrameServerRequest, then the JSON-RPC
+// message).
+type SessionStream struct {
+	stream
+	// Session is the legacy session id.
+	Session string
+	reg     *Registry
+}
+
+// deliver hands a frame to one live stream of the session (round robin).
+func (s *session) deliver(frame []byte) {
+	for range len(s.streams) {
+		g := s.streams[s.next%len(s.streams)]
+		s.next++
+		if g.offer(frame) {
+			return
+		}
+	}
+}
+
+// OpenSession registers a GET stream of a legacy session. The first stream
+// of a session subscribes to the session's subjects and URIs (loaded from
+// the store) before OpenSession returns. Close the stream when done.
+func (r *Registry) OpenSession(ctx context.Context, sessionID string) (*SessionStream, error) {
+	g := &SessionStream{stream: newStream(r.opts.Buffer), Session: sessionID, reg: r}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil, ErrClosed
+	}
+	s := r.sessions[sessionID]
+	if s != nil {
+		s.streams = append(s.streams, g)
+		r.mu.Unlock()
+		return g, nil
+	}
+	s = &session{id: sessionID, streams: []*SessionStream{g}, uris: map[string]struct{}{}}
+	r.sessions[sessionID] = s
+	r.mu.Unlock()
+
+	subj := r.opts.Subjects
+	q, err := r.nc.QueueSubscribe(subj.Session(sessionID), bus.SessionQueue, func(m *nats.Msg) {
+		kind, payload := bus.ParseFrame(m.Data, "")
+		if kind != bus.FrameNotification && kind != bus.FrameServerRequest {
+			return
+		}
+		frame := bus.AppendFrame(nil, kind, payload)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if s := r.sessions[sessionID]; s != nil {
+			s.deliver(frame)
+		}
+	})
+	if err != nil {
+		g.Close()
+		return nil, err
+	}
+	ctl, err := r.nc.Subscribe(subj.SessionControl(sessionID), func(m *nats.Msg) { r.control(sessionID, m) })
+	if err != nil {
+		_ = q.Unsubscribe()
+		g.Close()
+		return nil, err
+	}
+	r.mu.Lock()
+	s.subs = append(s.subs, q, ctl)
+	r.mu.Unlock()
+	if err := r.reload(ctx, sessionID); err != nil {
+		g.Close()
+		return nil, err
+	}
+	if err := r.flush(); err != nil {
+		g.Close()
+		return nil, err
+	}
+	return g, nil
+}
+
+// Close unregisters the stream; the session's last stream drops the
+// session's subscriptions. Idempotent.
+func (g *SessionStream) Close() {
+	r := g.reg
+	g.end(ReasonClosed)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.sessions[g.Session]
+	if s == nil {
+		return
+	}
+	for i, x := range s.streams {
+		if x == g {
+			s.streams = append(s.streams[:i], s.streams[i+1:]...)
+			break
+		}
+	}
+	if len(s.streams) > 0 {
+		return
+	}
+	delete(r.sessions, g.Session)
+	for _, sub := range s.subs {
+		_ = sub.Unsubscribe()
+	}
+	for uri := range s.uris {
+		r.dropURI(uri, g.Session)
+	}
+}
+
+// control handles a session lifecycle message: deletion ends the streams;
+// CtlSubs reloads the subscriptions and replies once they are in place.
+func (r *Registry) control(sessionID string, m *nats.Msg) {
+	switch string(m.Data) {
+	case CtlDeleted:
+		r.mu.Lock()
+		if s := r.sessions[sessionID]; s != nil {
+			for _, g := range s.streams {
+				g.end(ReasonDeleted)
+			}
+		}
+		r.mu.Unlock()
+	case CtlSubs:
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := r.reload(ctx, sessionID); err != nil {
+			r.log.Warn("listen: reloading subscriptions", "err", err)
+		}
+		_ = r.flush()
+		if m.Reply != "" {
+			_ = m.Respond([]byte("ok"))
+		}
+	}
+}
+
+// reload makes the session's URI subscriptions match the store.
+func (r *Registry) reload(ctx context.Context, sessionID string) error {
+	uris, err := r.opts.Subscriptions.Subscriptions(ctx, sessionID)
+	if err != nil {
+		return err
+	}
+	want := make(map[string]struct{}, len(uris))
+	for _, u := range uris {
+		want[u] = struct{}{}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.sessions[sessionID]
+	if s == nil {
+		return nil
+	}
+	for u := range s.uris {
+		if _, ok := want[u]; !ok {
+			delete(s.uris, u)
+			r.dropURI(u, sessionID)
+		}
+	}
+	for u := range want {
+		if _, ok := s.uris[u]; ok {
+			continue
+		}
+		if err := r.addURI(u, sessionID); err != nil {
+			return err
+		}
+		s.uris[u] = struct{}{}
+	}
+	return nil
+}

@@ -1,0 +1,134 @@
+package mcp
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/mcpfleet/mcpfleet/pkg/protocol"
+)
+
+// headerArg is a tool argument mirrored into an Mcp-Param-{Name} header
+// (x-mcp-header, SEP-2243).
+type headerArg struct {
+	header string // lower-cased name after Mcp-Param-
+	prop   string
+	typ    string // string, integer or boolean
+}
+
+// headerArgs reads the x-mcp-header annotations of a tool's top-level
+// properties.
+func headerArgs(schema json.RawMessage) ([]headerArg, error) {
+	var s struct {
+		Properties map[string]struct {
+			Type   any     `json:"type"`
+			Header *string `json:"x-mcp-header"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(schema, &s); err != nil {
+		return nil, err
+	}
+	var out []headerArg
+	seen := map[string]bool{}
+	for name, p := range s.Properties {
+		if p.Header == nil {
+			continue
+		}
+		h := *p.Header
+		if h == "" || strings.ContainsFunc(h, func(r rune) bool { return r <= ' ' || r >= 0x7f || strings.ContainsRune("()<>@,;:\\\"/[]?={}", r) }) {
+			return nil, fmt.Errorf("x-mcp-header %q of %q is not an HTTP token", h, name)
+		}
+		typ, _ := p.Type.(string)
+		switch typ {
+		case "string", "integer", "boolean":
+		default:
+			return nil, fmt.Errorf("x-mcp-header on %q: only string, integer and boolean properties may be mirrored", name)
+		}
+		lh := strings.ToLower(h)
+		if seen[lh] {
+			return nil, fmt.Errorf("x-mcp-header %q is used twice", h)
+		}
+		seen[lh] = true
+		out = append(out, headerArg{header: lh, prop: name, typ: typ})
+	}
+	return out, nil
+}
+
+// checkParamHeaders checks the Mcp-Param-* headers of a modern HTTP
+// tools/call against the arguments: a mirrored argument that is present
+// (and not null) needs its header with an equal value, and a header needs
+// its argument. Any failure is -32020 (HTTP 400).
+func checkParamHeaders(hs []headerArg, headers map[string]string, args json.RawMessage) *protocol.Error {
+	if len(hs) == 0 {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(args, &m)
+	for _, h := range hs {
+		raw, inBody := m[h.prop]
+		if inBody && string(raw) == "null" {
+			inBody = false
+		}
+		hv, inHeader := headers[h.header]
+		switch {
+		case !inBody && !inHeader:
+			continue
+		case inBody && !inHeader:
+			return mismatch("the Mcp-Param-%s header is required: argument %q is set", h.header, h.prop)
+		case !inBody && inHeader:
+			return mismatch("the Mcp-Param-%s header is set but argument %q is not", h.header, h.prop)
+		}
+		v, err := decodeParamValue(hv)
+		if err != nil {
+			return mismatch("Mcp-Param-%s: %v", h.header, err)
+		}
+		if !sameValue(h.typ, raw, v) {
+			return mismatch("Mcp-Param-%s does not match argument %q", h.header, h.prop)
+		}
+	}
+	return nil
+}
+
+func mismatch(format string, args ...any) *protocol.Error {
+	return protocol.NewError(protocol.CodeHeaderMismatch, "header mismatch: "+format, args...)
+}
+
+// decodeParamValue decodes the =?base64?…?= form strictly; other values
+// are literal and must be visible ASCII or spaces.
+func decodeParamValue(v string) (string, error) {
+	const pre, suf = "=?base64?", "?="
+	if strings.HasPrefix(v, pre) && strings.HasSuffix(v, suf) && len(v) >= len(pre)+len(suf) {
+		b, err := base64.StdEncoding.Strict().DecodeString(v[len(pre) : len(v)-len(suf)])
+		if err != nil || !utf8.Valid(b) {
+			return "", fmt.Errorf("invalid base64 value")
+		}
+		return string(b), nil
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 || v[i] > 0x7e {
+			return "", fmt.Errorf("invalid character in the value (use the =?base64?…?= form)")
+		}
+	}
+	return v, nil
+}
+
+// sameValue compares a JSON argument with a header value: strings as is,
+// integers numerically, booleans as true/false.
+func sameValue(typ string, raw json.RawMessage, hv string) bool {
+	switch typ {
+	case "string":
+		var s string
+		return json.Unmarshal(raw, &s) == nil && s == hv
+	case "integer":
+		a, ok1 := new(big.Rat).SetString(string(raw))
+		b, ok2 := new(big.Rat).SetString(hv)
+		return ok1 && ok2 && a.Cmp(b) == 0
+	case "boolean":
+		var x bool
+		return json.Unmarshal(raw, &x) == nil && ((x && hv == "true") || (!x && hv == "false"))
+	}
+	return false
+}
