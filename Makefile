@@ -24,7 +24,7 @@ gotest:
 	go test -race -count=1 -timeout 20m ./...
 
 conformance:
-	./scripts/conformance.sh 2025-11-25
+	./scripts/conformance.sh 2025-11-25 2026-07-28
 
 test: deps vet gotest conformance
 

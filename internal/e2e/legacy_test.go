@@ -177,7 +177,7 @@ func waitLog(t *testing.T, tg *target, id, session string) {
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		for _, m := range sleepCancelledRE.FindAllStringSubmatch(tg.logs(), -1) {
-			if m[1] == id && strings.HasPrefix(session, m[2]) {
+			if m[1] == id && (strings.HasPrefix(session, m[2]) || session == "" && m[2] == `""`) {
 				return
 			}
 		}

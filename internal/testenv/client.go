@@ -467,3 +467,51 @@ func (r *Reply) ErrorCode() int64 {
 func (r *Reply) String() string {
 	return fmt.Sprintf("HTTP %d sse=%v body=%s messages=%d", r.Status, r.SSE, truncate(r.Body, 300), len(r.Messages))
 }
+
+// ModernMeta returns the per-request _meta of a 2026-07-28 request with the
+// given client capabilities (nil means {}).
+func ModernMeta(caps map[string]any) map[string]any {
+	if caps == nil {
+		caps = map[string]any{}
+	}
+	return map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "testenv", "version": "1.0"},
+		"io.modelcontextprotocol/clientCapabilities": caps,
+	}
+}
+
+// ModernRequest builds a 2026-07-28 request (params gets the _meta) and
+// the headers it needs (MCP-Protocol-Version, Mcp-Method, Mcp-Name).
+func ModernRequest(id any, method string, params map[string]any, caps map[string]any) (map[string]any, map[string]string) {
+	if params == nil {
+		params = map[string]any{}
+	}
+	meta := ModernMeta(caps)
+	if m, ok := params["_meta"].(map[string]any); ok {
+		for k, v := range m {
+			meta[k] = v
+		}
+	}
+	params["_meta"] = meta
+	hdr := map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": method}
+	switch method {
+	case "tools/call", "prompts/get":
+		if n, ok := params["name"].(string); ok {
+			hdr["Mcp-Name"] = n
+		}
+	case "resources/read":
+		if u, ok := params["uri"].(string); ok {
+			hdr["Mcp-Name"] = u
+		}
+	}
+	return Request(id, method, params), hdr
+}
+
+// NewModernClient returns a client that validates against the 2026-07-28
+// schema.
+func NewModernClient(tb testing.TB, urls ...string) *Client {
+	c := NewClient(tb, urls...)
+	c.Schemas = SchemasFor(tb, "2026-07-28")
+	return c
+}

@@ -200,3 +200,6 @@ func StartWorker(tb testing.TB, natsURL string, args ...string) *Proc {
 	p.WaitLog(tb, workerRE, 20*time.Second)
 	return p
 }
+
+// Signal sends sig to the process.
+func (p *Proc) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }

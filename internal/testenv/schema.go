@@ -136,6 +136,13 @@ func (s *Schemas) ValidateMessage(requestMethod string, raw []byte) error {
 			return s.Validate(def, raw)
 		}
 	case m.Result != nil:
+		var rt struct {
+			ResultType string `json:"resultType"`
+		}
+		_ = json.Unmarshal(m.Result, &rt)
+		if rt.ResultType == "input_required" {
+			return s.Validate("InputRequiredResult", m.Result)
+		}
 		if def, ok := ResultDefs[requestMethod]; ok {
 			return s.Validate(def, m.Result)
 		}

@@ -195,7 +195,7 @@ end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ttl = tonumber(ARGV[4])
--- , KEYS[4], '-inf', now - ` + strconv.Itoa(claimSlack) + `)
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - ` + strconv.Itoa(claimSlack) + `)
 redis.call('ZADD', KEYS[4], now + ttl, ARGV[5])
 if redis.call('PTTL', KEYS[4]) < ttl + ` + strconv.Itoa(claimSlack) + ` then
   redis.call('PEXPIRE', KEYS[4], ttl + ` + strconv.Itoa(claimSlack) + `)

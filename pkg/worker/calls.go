@@ -68,6 +68,10 @@ func (w *Worker) call(ctx context.Context, f *inflight, method string, params an
 		}
 		return m.Result, nil
 	case <-ctx.Done():
+		// Tell the client to stop waiting (a no-op when a client cancel
+		// already ended the stream: abort sent it then).
+		n, _ := protocol.EncodeNotification(protocol.NotificationCancelled, map[string]any{"requestId": key, "reason": "request ended"})
+		f.publish(bus.FrameNotification, n, false)
 		return nil, context.Cause(ctx)
 	case <-timer.C:
 		// Tell the client to stop waiting on its side too.

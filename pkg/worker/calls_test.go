@@ -168,41 +168,25 @@ func TestServerToClientCallNeedsASession(t *testing.T) {
 	f.wantNoMore(t, st)
 }
 
-// BUG(pending server request not cancelled on deadline or shutdown,
-// calls.go:76-77): when the parent request's ctx ends for any reason other
-// than a client cancel (its deadline passes, or Shutdown's ctx expires),
-// call() returns on <-ctx.Done() and drops the server-to-client request
-// from f.pending without telling the client: no notifications/cancelled is
-// sent, so the client keeps an elicitation (or sampling) dialog open for a
-// request nobody waits for. abort() (client cancel) and the CallTimeout
-// branch both send it; this branch should too, e.g.
-//
-//	case <-ctx.Done():
-//		n, _ := protocol.EncodeNotification(protocol.NotificationCancelled, map[string]any{"requestId": key, "reason": "request ended"})
-//		f.publish(bus.FrameNotification, n, false) // a no-op after abort()
-//		return nil, context.Cause(ctx)
-//
-// Uncomment when fixed.
-//
-// func TestServerToClientCallCancelledByDeadline(t *testing.T) {
-// 	s, outcomes := elicitServer(t)
-// 	f := newFixture(t, s, nil)
-// 	hdr := legacy("s1")
-// 	hdr.DeadlineMs = time.Now().Add(300 * time.Millisecond).UnixMilli()
-// 	st := f.fe.callTool(t, hdr, protocol.Int64ID(1), "ask", "")
-// 	id := serverRequest(t, st, protocol.MethodElicitationCreate)
-// 	if got := recv(t, outcomes, "the elicitation's outcome"); !errors.Is(got.err, context.DeadlineExceeded) {
-// 		t.Fatalf("Elicit error = %v, want the deadline", got.err)
-// 	}
-// 	fr := st.next(t)
-// 	if fr.kind != bus.FrameNotification {
-// 		t.Fatalf("got %s, want notifications/cancelled naming %s before the response", fr, id)
-// 	}
-// 	n := fr.msg(t)
-// 	var p protocol.CancelledParams
-// 	if err := json.Unmarshal(n.Params, &p); err != nil || n.Method != protocol.NotificationCancelled || p.RequestID != id {
-// 		t.Errorf("got %s, want notifications/cancelled naming %s", fr.payload, id)
-// 	}
-// 	st.expect(t, bus.FrameResponse)
-// 	f.wantNoMore(t, st)
-// }
+func TestServerToClientCallCancelledByDeadline(t *testing.T) {
+	s, outcomes := elicitServer(t)
+	f := newFixture(t, s, nil)
+	hdr := legacy("s1")
+	hdr.DeadlineMs = time.Now().Add(300 * time.Millisecond).UnixMilli()
+	st := f.fe.callTool(t, hdr, protocol.Int64ID(1), "ask", "")
+	id := serverRequest(t, st, protocol.MethodElicitationCreate)
+	if got := recv(t, outcomes, "the elicitation's outcome"); !errors.Is(got.err, context.DeadlineExceeded) {
+		t.Fatalf("Elicit error = %v, want the deadline", got.err)
+	}
+	fr := st.next(t)
+	if fr.kind != bus.FrameNotification {
+		t.Fatalf("got %s, want notifications/cancelled naming %s before the response", fr, id)
+	}
+	n := fr.msg(t)
+	var p protocol.CancelledParams
+	if err := json.Unmarshal(n.Params, &p); err != nil || n.Method != protocol.NotificationCancelled || p.RequestID != id {
+		t.Errorf("got %s, want notifications/cancelled naming %s", fr.payload, id)
+	}
+	st.expect(t, bus.FrameResponse)
+	f.wantNoMore(t, st)
+}

@@ -161,7 +161,8 @@ func (w *Worker) run(ctx context.Context, cancelDeadline context.CancelFunc, f *
 	stopBeat := w.heartbeat(ctx, f)
 	res, err := w.srv.Handle(ctx, req, msg.Params)
 	stopBeat()
-	if ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+	cause := context.Cause(ctx)
+	if ctx.Err() != nil && !errors.Is(cause, context.DeadlineExceeded) && !errors.Is(cause, errShutdown) {
 		// Cancelled: abort already ended the stream (or does now).
 		f.abort("cancelled")
 		return
@@ -172,7 +173,10 @@ func (w *Worker) run(ctx context.Context, cancelDeadline context.CancelFunc, f *
 		if !errors.As(err, &pe) {
 			pe = protocol.NewError(protocol.CodeInternalError, "internal error")
 		}
-		if ctx.Err() != nil {
+		switch {
+		case errors.Is(cause, errShutdown):
+			pe = protocol.NewError(protocol.CodeInternalError, "worker is shutting down; retry")
+		case ctx.Err() != nil:
 			pe = protocol.NewError(protocol.CodeInternalError, "request timed out")
 		}
 		out = protocol.AppendErrorResponse(nil, msg.ID, pe)

@@ -9,6 +9,8 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
+	"github.com/mcpfleet/mcpfleet/pkg/worker"
+	"github.com/nats-io/nats.go"
 )
 
 func TestShutdownDrains(t *testing.T) {
@@ -27,10 +29,10 @@ func TestShutdownDrains(t *testing.T) {
 
 	// Until the worker has left the queue group, a request may still reach
 	// it and be served (before Shutdown marks it closed) or refused; after,
-	// NATS answers "no responders". Probe until
-	// then (the in-flight request keeps Shutdown waiting meanwhile). A
-	// probe that arrives just as the worker unsubscribes can get nothing
-	// at all (see TestShutdownLosesNoQueuedRequest); it is skipped.
+	// NATS answers "no responders". Probe until then (the in-flight request
+	// keeps Shutdown waiting meanwhile). A probe that arrives just as the
+	// worker unsubscribes can get nothing at all (the BUG above
+	// TestShutdownLosesNoQueuedRequest); it is skipped.
 	deadline := time.After(wait)
 	for i := int64(100); ; i++ {
 		st := f.fe.callTool(t, nil, protocol.Int64ID(i), "echo", `{"text":"late"}`)
@@ -139,103 +141,65 @@ func TestShutdownExpiredContextCancels(t *testing.T) {
 	}
 }
 
-// BUG(Shutdown cancels like a client, worker.go:154 with request.go:157-159):
-// when Shutdown's ctx expires, running requests are cancelled exactly like
-// a client cancellation: run() sees a cause other than DeadlineExceeded and
-// calls f.abort, so the stream gets FrameEnd and no response. The client never
-// asked to cancel, so it waits for an answer that never comes (the
-// frontend closes the stream on FrameEnd; a legacy client is left with a
-// pending request, and resuming the stream cannot deliver it). The worker
-// should answer such requests with the error it already uses for requests
-// arriving during shutdown (-32603 "worker is shutting down; retry"), e.g.
-// by cancelling with a sentinel cause (errShutdown) and, in run(), taking
-// the error-response path when errors.Is(context.Cause(ctx), errShutdown).
-// Uncomment when fixed.
-//
-// func TestShutdownAnswersCancelledRequests(t *testing.T) {
-// 	s := echoServer(t)
-// 	b := newBlocker(t, s, "block")
-// 	f := newFixture(t, s, nil)
-// 	st := f.fe.callTool(t, legacy("s1"), protocol.Int64ID(1), "block", "")
-// 	recv(t, b.started, "the handler start")
-// 	ctx, cancel := context.WithCancel(context.Background())
-// 	cancel()
-// 	_ = f.w.Shutdown(ctx)
-// 	fr := st.next(t)
-// 	if fr.kind != bus.FrameResponse {
-// 		t.Fatalf("got %s, want an error response telling the client to retry", fr)
-// 	}
-// 	if m := fr.msg(t); m.Error == nil || m.Error.Code != protocol.CodeInternalError {
-// 		t.Errorf("got %s, want -32603", fr.payload)
-// 	}
-// }
+func TestShutdownAnswersCancelledRequests(t *testing.T) {
+	s := echoServer(t)
+	b := newBlocker(t, s, "block")
+	f := newFixture(t, s, nil)
+	st := f.fe.callTool(t, legacy("s1"), protocol.Int64ID(1), "block", "")
+	recv(t, b.started, "the handler start")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = f.w.Shutdown(ctx)
+	fr := st.next(t)
+	if fr.kind != bus.FrameResponse {
+		t.Fatalf("got %s, want an error response telling the client to retry", fr)
+	}
+	if m := fr.msg(t); m.Error == nil || m.Error.Code != protocol.CodeInternalError {
+		t.Errorf("got %s, want -32603", fr.payload)
+	}
+}
 
-// BUG(Shutdown without Start panics, worker.go:159): Shutdown ranges over w.subs[1:],
-// which panics ("slice bounds out of range [1:0]") when Start was never
-// called or failed before storing its subscriptions, e.g. a deferred
-// Shutdown after a failed Start. Fix: guard the loop like the first
-// Unsubscribe (`if len(w.subs) > 1 { for _, s := range w.subs[1:] ... }`),
-// or range over all of w.subs and skip index 0. Uncomment when fixed.
-//
-// func TestShutdownWithoutStart(t *testing.T) {
-// 	e := startBus(t)
-// 	w, err := worker.New(connect(t, e, "worker"), newServer(), nil)
-// 	if err != nil {
-// 		t.Fatal(err)
-// 	}
-// 	ctx, cancel := context.WithTimeout(context.Background(), wait)
-// 	defer cancel()
-// 	if err := w.Shutdown(ctx); err != nil {
-// 		t.Errorf("Shutdown without Start = %v, want nil", err)
-// 	}
-// }
+func TestShutdownWithoutStart(t *testing.T) {
+	e := startBus(t)
+	w, err := worker.New(connect(t, e, "worker"), newServer(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := w.Shutdown(ctx); err != nil {
+		t.Errorf("Shutdown without Start = %v, want nil", err)
+	}
+}
 
-// BUG(Shutdown drops queued requests, worker.go:141-144): Shutdown stops
-// new work with w.subs[0].Unsubscribe(). Requests NATS already routed to
-// this worker but whose onRequest callback has not run yet (queued in the
-// subscription, or in flight from the server) are discarded: they get no
-// response, no refusal and no "no responders", so the frontend waits for
-// WorkerTimeout and the client sees "worker stopped responding". With 3000
-// queued requests, 600-2400 were lost per run here. STYLE.md point 9 says
-// to stop consumers with Drain. Fix: drain the request subscription and
-// wait for it, bounded by ctx, e.g.
-//
-//	closed := w.subs[0].StatusChanged(nats.SubscriptionClosed)
-//	_ = w.subs[0].Drain()
-//	select { case <-closed: case <-ctx.Done(): }
-//
-// (setting w.closed after the drain, so the queued requests are served
-// rather than refused; either way each gets an answer). Uncomment when
-// fixed.
-//
-// func TestShutdownLosesNoQueuedRequest(t *testing.T) {
-// 	f := newFixture(t, echoServer(t), nil)
-// 	const n = 3000
-// 	streams := make([]*stream, 0, n)
-// 	for i := range n {
-// 		st := f.fe.newStream()
-// 		h := *legacy("s1")
-// 		h.Frontend, h.Stream = f.fe.id, st.id
-// 		data, err := bus.EncodeRequest(&h, protocol.AppendRequest(nil, protocol.Int64ID(int64(i)), protocol.MethodToolsCall, []byte(`{"name":"echo","arguments":{"text":"x"}}`)))
-// 		if err != nil {
-// 			t.Fatal(err)
-// 		}
-// 		if err := f.fe.nc.PublishMsg(&nats.Msg{Subject: f.subj.Request(protocol.MethodToolsCall, "echo"), Reply: st.subject, Data: data}); err != nil {
-// 			t.Fatal(err)
-// 		}
-// 		streams = append(streams, st)
-// 	}
-// 	if err := f.fe.nc.Flush(); err != nil { // NATS has routed (or refused) every request
-// 		t.Fatal(err)
-// 	}
-// 	f.shutdown(t)
-// 	lost := 0
-// 	for _, st := range streams {
-// 		if frames := f.rest(t, st); len(frames) != 1 {
-// 			lost++
-// 		}
-// 	}
-// 	if lost > 0 {
-// 		t.Errorf("%d of %d requests queued at Shutdown got no answer (want exactly one frame each)", lost, n)
-// 	}
-// }
+func TestShutdownLosesNoQueuedRequest(t *testing.T) {
+	f := newFixture(t, echoServer(t), nil)
+	const n = 3000
+	streams := make([]*stream, 0, n)
+	for i := range n {
+		st := f.fe.newStream()
+		h := *legacy("s1")
+		h.Frontend, h.Stream = f.fe.id, st.id
+		data, err := bus.EncodeRequest(&h, protocol.AppendRequest(nil, protocol.Int64ID(int64(i)), protocol.MethodToolsCall, []byte(`{"name":"echo","arguments":{"text":"x"}}`)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.fe.nc.PublishMsg(&nats.Msg{Subject: f.subj.Request(protocol.MethodToolsCall, "echo"), Reply: st.subject, Data: data}); err != nil {
+			t.Fatal(err)
+		}
+		streams = append(streams, st)
+	}
+	if err := f.fe.nc.Flush(); err != nil { // NATS has routed (or refused) every request
+		t.Fatal(err)
+	}
+	f.shutdown(t)
+	lost := 0
+	for _, st := range streams {
+		if frames := f.rest(t, st); len(frames) != 1 {
+			lost++
+		}
+	}
+	if lost > 0 {
+		t.Errorf("%d of %d requests queued at Shutdown got no answer (want exactly one frame each)", lost, n)
+	}
+}

@@ -57,7 +57,8 @@ type Worker struct {
 	mu       sync.Mutex
 	inflight map[string]*inflight // cancel key -> request
 	calls    map[string]*call     // server-to-client request id -> waiter
-	closed   bool
+	draining bool                 // Shutdown started: queued requests are still served
+	closed   bool                 // no more requests are taken
 
 	seq atomic.Uint64
 }
@@ -127,37 +128,58 @@ func (w *Worker) Start(ctx context.Context) error {
 	return nil
 }
 
-// Shutdown stops taking new requests (it leaves the queue group first, so
-// the bus routes new work elsewhere), waits for running requests until ctx
-// ends, then cancels the rest. It is idempotent.
+// errShutdown is the cancel cause of requests cut short by Shutdown: they
+// are answered with an error telling the client to retry, unlike client
+// cancellations, which end without a response.
+var errShutdown = errors.New("worker shutting down")
+
+// Shutdown stops taking new requests: it drains the request subscription
+// (the bus routes no new work here, and requests already routed are still
+// served), waits for running requests until ctx ends, then cancels the
+// rest, which get a "retry" error. It is idempotent and safe without Start.
 func (w *Worker) Shutdown(ctx context.Context) error {
 	w.mu.Lock()
-	if w.closed {
+	if w.closed || w.draining {
 		w.mu.Unlock()
 		return nil
 	}
+	w.draining = true
+	w.mu.Unlock()
+	var err error
+	if len(w.subs) > 0 {
+		closed := w.subs[0].StatusChanged(nats.SubscriptionClosed)
+		if derr := w.subs[0].Drain(); derr == nil {
+			select {
+			case <-closed:
+			case <-ctx.Done():
+				err = ctx.Err()
+			}
+		}
+	}
+	w.mu.Lock()
 	w.closed = true
 	w.mu.Unlock()
-	if len(w.subs) > 0 {
-		_ = w.subs[0].Unsubscribe() // stop new work first
-		_ = w.nc.Flush()
-	}
 	done := make(chan struct{})
 	go func() { w.wg.Wait(); close(done) }()
-	var err error
 	select {
 	case <-done:
 	case <-ctx.Done():
 		err = ctx.Err()
 		w.mu.Lock()
 		for _, f := range w.inflight {
-			f.cancel(errors.New("worker shutting down"))
+			f.cancel(errShutdown)
 		}
 		w.mu.Unlock()
-		<-done
+		// Handlers that ignore their context are not waited for long.
+		select {
+		case <-done:
+		case <-time.After(time.Second):
+		}
 	}
-	for _, s := range w.subs[1:] {
-		_ = s.Unsubscribe()
+	if len(w.subs) > 1 {
+		for _, s := range w.subs[1:] {
+			_ = s.Unsubscribe()
+		}
 	}
 	w.srv.SetEvents(nil)
 	return err
