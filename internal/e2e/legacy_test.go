@@ -540,3 +540,36 @@ func TestRoots(t *testing.T) {
 		})
 	}
 }
+
+// TestReusedIDAcrossWorkers checks that a request id reused while in
+// flight is refused even when the two requests would run on different
+// workers: the claim lives in the store.
+func TestReusedIDAcrossWorkers(t *testing.T) {
+	c := testenv.StartCluster(t, testenv.ClusterOptions{Frontends: 2, Workers: 2})
+	cl := testenv.NewClient(t, c.URLs...)
+	cl.Initialize(nil)
+	for i := 0; i < 6; i++ {
+		id := 100 + i
+		s := cl.PostStream(testenv.Request(id, "tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 400}, "_meta": map[string]any{"progressToken": id}}), nil)
+		r := cl.Post(testenv.Request(id, "tools/call", callParams("echo", map[string]any{"text": "dup"})), nil)
+		if r.ErrorCode() != -32600 {
+			t.Fatalf("attempt %d: reused id got %s, want -32600", i, r)
+		}
+		if resp := responseOf(expectEnd(t, s)); resp == nil || !strings.Contains(string(resp.Result), "slept") {
+			t.Fatalf("attempt %d: first request: %+v", i, resp)
+		}
+	}
+	// Once a request finished, its id is free again (released right after
+	// the response).
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r := cl.Post(testenv.Request(100, "tools/call", callParams("echo", map[string]any{"text": "again"})), nil)
+		if r.ErrorCode() == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the id stayed claimed: %s", r)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -19,6 +19,7 @@ type forwardSpec struct {
 	session *bus.SessionInfo  // legacy
 	name    string            // routing name (tool or prompt)
 	params  map[string]string // modern Mcp-Param-* headers
+	claim   *claim            // legacy: the request id claimed in the store
 	// onResponse, when set, sees the final response before it is written
 	// as plain JSON; it may set headers and returns the HTTP status. An
 	// error turns the response into a 503 JSON-RPC error.
@@ -58,6 +59,7 @@ const (
 // SSE stream carrying every notification and server-to-client request, then
 // the response.
 func (f *Frontend) forward(w http.ResponseWriter, r *http.Request, spec *forwardSpec) {
+	defer func() { f.release(spec.claim) }() // nil when a detached drain owns it
 	st := f.openStream()
 	ex := &exchange{f: f, spec: spec, st: st, deadline: time.Now().Add(f.opts.RequestTimeout)}
 	ex.cancelKey = bus.CancelKeyStream(f.id, st.id)
@@ -88,9 +90,12 @@ func (f *Frontend) forward(w http.ResponseWriter, r *http.Request, spec *forward
 		ex.detached = true
 		ex.sse = nil
 		f.active.Add(1) // the caller's own count is still held
+		cl := spec.claim
+		spec.claim = nil // released when the drain ends
 		go func() {
 			defer f.active.Done()
 			defer f.closeStream(st)
+			defer f.release(cl)
 			ex.drain()
 		}()
 		return
@@ -297,6 +302,20 @@ func (ex *exchange) drain() {
 			ex.fail(nil, 0, protocol.NewError(protocol.CodeInternalError, "request timed out after %s", f.opts.RequestTimeout))
 			return
 		}
+	}
+}
+
+// release ends a request id claim (Store.End). It runs after the
+// response was written, so it costs the client no latency; a client that
+// reuses the id at once may still find it claimed for that moment.
+func (f *Frontend) release(c *claim) {
+	if c == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	if err := f.opts.Store.End(ctx, c.session, c.id, c.token); err != nil {
+		f.log.Warn("frontend: releasing a request id", "err", err)
 	}
 }
 

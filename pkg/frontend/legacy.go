@@ -40,7 +40,13 @@ func (f *Frontend) postLegacy(w http.ResponseWriter, r *http.Request, msg *proto
 		f.initialize(w, r, msg, body)
 		return
 	}
-	sess, ok := f.loadSession(w, r, msg.ID)
+	var cl *claim
+	if forwarded(msg) {
+		// One round trip reads the session and claims the request id, so a
+		// reused id is refused whichever frontend and worker run the first.
+		cl = &claim{id: msg.ID.String(), token: f.id + "/" + newStreamID('c')}
+	}
+	sess, ok := f.loadSessionFor(w, r, msg.ID, cl)
 	if !ok {
 		return
 	}
@@ -51,14 +57,32 @@ func (f *Frontend) postLegacy(w http.ResponseWriter, r *http.Request, msg *proto
 	case protocol.KindResponse:
 		f.clientAnswer(w, sess, msg, body)
 	case protocol.KindRequest:
-		f.legacyRequest(w, r, sess, msg, head, body)
+		f.legacyRequest(w, r, sess, msg, head, body, cl)
 	}
+}
+
+// claim is a request id claimed in the store for the life of a request.
+type claim struct {
+	session, id, token string
+}
+
+// forwarded reports whether a legacy message is a request the workers run
+// (and so claims its id).
+func forwarded(msg *protocol.Message) bool {
+	return msg.Kind() == protocol.KindRequest && legacyMethods[msg.Method] &&
+		msg.Method != protocol.MethodInitialize && msg.Method != protocol.MethodPing && msg.Method != protocol.MethodLoggingSetLevel
 }
 
 // loadSession reads the session named by the Mcp-Session-Id header. It
 // writes 400 when the header is missing, 404 when the session is unknown or
 // expired, and 503 when the store fails; ok is false then.
 func (f *Frontend) loadSession(w http.ResponseWriter, r *http.Request, id protocol.ID) (*sessionstore.Session, bool) {
+	return f.loadSessionFor(w, r, id, nil)
+}
+
+// loadSessionFor is loadSession that also claims the request id when c is
+// set (Store.Begin); a claimed id is refused with -32600.
+func (f *Frontend) loadSessionFor(w http.ResponseWriter, r *http.Request, id protocol.ID, c *claim) (*sessionstore.Session, bool) {
 	sid := r.Header.Get(hdrSessionID)
 	if sid == "" {
 		writeError(w, http.StatusBadRequest, id, protocol.NewError(protocol.CodeInvalidRequest,
@@ -71,8 +95,21 @@ func (f *Frontend) loadSession(w http.ResponseWriter, r *http.Request, id protoc
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
 	defer cancel()
-	s, err := f.opts.Store.Get(ctx, sid)
+	var (
+		s   *sessionstore.Session
+		err error
+	)
+	if c != nil {
+		c.session = sid
+		s, err = f.opts.Store.Begin(ctx, sid, c.id, c.token, f.opts.RequestTimeout+storeTimeout)
+	} else {
+		s, err = f.opts.Store.Get(ctx, sid)
+	}
 	switch {
+	case errors.Is(err, sessionstore.ErrInFlight):
+		writeError(w, http.StatusOK, id, protocol.NewError(protocol.CodeInvalidRequest,
+			"invalid request: request id %s is already in use by a request in flight in this session", id))
+		return nil, false
 	case errors.Is(err, sessionstore.ErrNotFound):
 		writeError(w, http.StatusNotFound, id, protocol.NewError(codeSessionNotFound, "Session not found"))
 		return nil, false
@@ -153,7 +190,7 @@ func (f *Frontend) initialize(w http.ResponseWriter, r *http.Request, msg *proto
 	})
 }
 
-func (f *Frontend) legacyRequest(w http.ResponseWriter, r *http.Request, sess *sessionstore.Session, msg *protocol.Message, head *protocol.ParamsHead, body []byte) {
+func (f *Frontend) legacyRequest(w http.ResponseWriter, r *http.Request, sess *sessionstore.Session, msg *protocol.Message, head *protocol.ParamsHead, body []byte, c *claim) {
 	switch {
 	case !legacyMethods[msg.Method]:
 		writeError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeMethodNotFound, "method not found: %q", msg.Method))
@@ -183,7 +220,7 @@ func (f *Frontend) legacyRequest(w http.ResponseWriter, r *http.Request, sess *s
 		writeJSON(w, http.StatusOK, protocol.AppendResponse(nil, msg.ID, []byte("{}")), nil)
 		return
 	}
-	spec := &forwardSpec{era: protocol.EraLegacy, msg: msg, body: body, session: snapshot(sess), name: routingName(msg.Method, head)}
+	spec := &forwardSpec{era: protocol.EraLegacy, msg: msg, body: body, session: snapshot(sess), name: routingName(msg.Method, head), claim: c}
 	if msg.Method == protocol.MethodResourcesSubscribe || msg.Method == protocol.MethodResourcesUnsubscribe {
 		// The worker validates (capability, author hook); on success the
 		// subscription is recorded here, where the store is.
