@@ -17,6 +17,9 @@ import (
 	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
 	"github.com/mcpfleet/mcpfleet/pkg/worker"
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Version is mcpfleet's version string.
@@ -94,7 +97,8 @@ func RunAllInOne(ctx context.Context, c *Config, ready Ready) error {
 	if err != nil {
 		return err
 	}
-	w, err := worker.New(nc, srv, &worker.Options{ID: c.ID, Logger: log})
+	reg := newRegistry()
+	w, err := worker.New(nc, srv, &worker.Options{ID: c.ID, Logger: log, Metrics: worker.NewMetrics(reg)})
 	if err != nil {
 		return err
 	}
@@ -106,7 +110,7 @@ func RunAllInOne(ctx context.Context, c *Config, ready Ready) error {
 		return err
 	}
 	defer store.Close(context.Background())
-	err = serveFrontend(ctx, c, nc, store, log, ready)
+	err = serveFrontend(ctx, c, nc, store, log, reg, ready)
 	dctx, cancel := context.WithTimeout(context.Background(), c.DrainTimeout)
 	defer cancel()
 	_ = w.Shutdown(dctx)
@@ -126,7 +130,7 @@ func RunFrontend(ctx context.Context, c *Config, ready Ready) error {
 		return err
 	}
 	defer store.Close(context.Background())
-	return serveFrontend(ctx, c, nc, store, log, ready)
+	return serveFrontend(ctx, c, nc, store, log, newRegistry(), ready)
 }
 
 // RunWorker runs a worker process until ctx ends, then drains.
@@ -146,13 +150,20 @@ func RunWorker(ctx context.Context, c *Config) error {
 	if err != nil {
 		return err
 	}
-	w, err := worker.New(nc, srv, &worker.Options{ID: c.ID, Logger: log})
+	reg := newRegistry()
+	w, err := worker.New(nc, srv, &worker.Options{ID: c.ID, Logger: log, Metrics: worker.NewMetrics(reg)})
 	if err != nil {
 		return err
 	}
 	if err := w.Start(ctx); err != nil {
 		return err
 	}
+	stopHTTP, err := serveWorkerHTTP(c, nc, reg, log)
+	if err != nil {
+		_ = w.Shutdown(context.Background())
+		return err
+	}
+	defer stopHTTP()
 	<-ctx.Done()
 	log.Info("draining worker")
 	dctx, cancel := context.WithTimeout(context.Background(), c.DrainTimeout)
@@ -172,9 +183,14 @@ func openStore(ctx context.Context, c *Config) (sessionstore.Store, error) {
 	return sessionstore.OpenRedis(octx, c.RedisURL, &sessionstore.RedisOptions{Options: opts})
 }
 
-func serveFrontend(ctx context.Context, c *Config, nc *nats.Conn, store sessionstore.Store, log *slog.Logger, ready Ready) error {
+func serveFrontend(ctx context.Context, c *Config, nc *nats.Conn, store sessionstore.Store, log *slog.Logger, reg *prometheus.Registry, ready Ready) error {
+	var sessions func() int
+	if m, ok := store.(interface{ Len() int }); ok {
+		sessions = m.Len
+	}
 	fe, err := frontend.New(nc, frontend.Options{
-		ID: c.ID, Store: store, Logger: log,
+		Metrics: frontend.NewMetrics(reg, sessions),
+		ID:      c.ID, Store: store, Logger: log,
 		MaxBodyBytes: c.MaxBodyBytes, RequestTimeout: c.RequestTimeout,
 		KeepAlive: keepAlive(c.KeepAlive), AllowedHosts: c.AllowedHosts, AllowedOrigins: c.AllowedOrigins,
 		MaxListen: maxListen(c.MaxListen), ListenKeepAlive: keepAlive(c.ListenKeepAlive),
@@ -189,7 +205,7 @@ func serveFrontend(ctx context.Context, c *Config, nc *nats.Conn, store sessions
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", c.Listen, err)
 	}
-	hs := &http.Server{Handler: fe.Router(c.Path), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	hs := &http.Server{Handler: fe.Router(c.Path, promhttp.HandlerFor(reg, promhttp.HandlerOpts{})), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	log.Info("mcpfleet serving", "url", "http://"+ln.Addr().String()+c.Path)
@@ -228,4 +244,42 @@ func maxListen(n int64) int {
 		return -1
 	}
 	return int(n)
+}
+
+// newRegistry returns a Prometheus registry with the Go runtime and process
+// collectors.
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// serveWorkerHTTP serves a worker's /healthz, /readyz (NATS connected) and
+// /metrics on --http-listen, when set. The returned func stops it.
+func serveWorkerHTTP(c *Config, nc *nats.Conn, reg *prometheus.Registry, log *slog.Logger) (func(), error) {
+	if c.HTTPListen == "" {
+		return func() {}, nil
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !nc.IsConnected() {
+			http.Error(w, "not ready: NATS is not connected", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ready\n"))
+	})
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	ln, err := net.Listen("tcp", c.HTTPListen)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w", c.HTTPListen, err)
+	}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	log.Info("worker http serving", "url", "http://"+ln.Addr().String())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(ctx)
+	}, nil
 }

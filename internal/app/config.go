@@ -34,6 +34,7 @@ type Config struct {
 	LogFormat       string // text or json
 	DrainTimeout    time.Duration
 	StateKey        string // base64 of the requestState sealing key
+	HTTPListen      string // worker: address of /healthz, /readyz, /metrics
 	MaxListen       int64
 	ListenKeepAlive time.Duration
 }
@@ -145,6 +146,7 @@ func Parse(role Role, name string, args []string) (*Config, error) {
 		f.str(&c.RedisURL, "redis-url", "redis://127.0.0.1:6379/0", "Redis URL for sessions")
 	case RoleWorker:
 		f.str(&c.NATSURL, "nats-url", "nats://127.0.0.1:4222", "NATS URL")
+		f.str(&c.HTTPListen, "http-listen", "", "address of the worker's /healthz, /readyz and /metrics (empty: off)")
 	}
 	f.str(&c.ID, "id", "", "this process's id on the bus (default: random)")
 	f.str(&c.LogLevel, "log-level", "info", "debug, info, warn or error")

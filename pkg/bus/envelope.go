@@ -33,8 +33,10 @@ type RequestHeader struct {
 	Principal string `json:"p,omitempty"`
 	// DeadlineMs is the absolute deadline in Unix milliseconds (0: none).
 	DeadlineMs int64 `json:"dl,omitempty"`
-	// Traceparent carries W3C trace context from the HTTP request.
+	// Traceparent and Tracestate carry W3C trace context from the HTTP
+	// request's headers.
 	Traceparent string `json:"tp,omitempty"`
+	Tracestate  string `json:"ts,omitempty"`
 	// ParamHeaders are a modern request's Mcp-Param-* headers (name after
 	// the prefix, lower-cased), checked by the worker against the tool's
 	// x-mcp-header arguments.

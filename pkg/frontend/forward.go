@@ -43,6 +43,10 @@ type exchange struct {
 	sse      *sseWriter
 	sseID    string
 	detached bool
+
+	published  time.Time
+	gotFrame   bool
+	closeGauge func() // the open-streams gauge of this exchange's SSE stream
 }
 
 // result of handling one frame or event.
@@ -68,14 +72,18 @@ func (f *Frontend) forward(w http.ResponseWriter, r *http.Request, spec *forward
 	}
 	hdr := &bus.RequestHeader{
 		Era: spec.era, Frontend: f.id, Stream: st.id, Session: spec.session,
-		DeadlineMs: ex.deadline.UnixMilli(), Traceparent: r.Header.Get("Traceparent"),
+		DeadlineMs: ex.deadline.UnixMilli(), Traceparent: r.Header.Get("Traceparent"), Tracestate: r.Header.Get("Tracestate"),
 		ParamHeaders: spec.params, Listen: true, SessionStream: true,
 		CheckParamHeaders: spec.era == protocol.EraModern,
 	}
 	data, err := bus.EncodeRequest(hdr, spec.body)
+	if err == nil && !f.nc.IsConnected() {
+		err = nats.ErrConnectionClosed // fail fast during a NATS outage
+	}
 	if err == nil {
 		err = f.nc.PublishMsg(&nats.Msg{Subject: f.subj.Request(spec.msg.Method, spec.name), Reply: f.subj.Stream(f.id, st.id), Data: data})
 	}
+	ex.published = time.Now()
 	if err != nil {
 		f.closeStream(st)
 		f.log.Warn("frontend: publishing a request", "err", err)
@@ -83,6 +91,9 @@ func (f *Frontend) forward(w http.ResponseWriter, r *http.Request, spec *forward
 		return
 	}
 	st1 := ex.serve(w, r)
+	if st1 != stepDetach && ex.closeGauge != nil {
+		ex.closeGauge()
+	}
 	if st1 != stepDetach && ex.sseID != "" {
 		_ = f.nc.Publish(f.subj.Live(spec.session.ID, ex.sseID), []byte(bus.LiveEnd))
 	}
@@ -96,6 +107,9 @@ func (f *Frontend) forward(w http.ResponseWriter, r *http.Request, spec *forward
 			defer f.active.Done()
 			defer f.closeStream(st)
 			defer f.release(cl)
+			if ex.closeGauge != nil {
+				defer ex.closeGauge()
+			}
 			ex.drain()
 		}()
 		return
@@ -120,8 +134,14 @@ func (ex *exchange) serve(w http.ResponseWriter, r *http.Request) step {
 		select {
 		case fr, ok := <-ex.st.ch:
 			if !ok { // overflow: the client reads too slowly
+				f.metrics.droppedStream("post")
+				setOutcome(w, "dropped")
 				ex.cancelWorker()
 				return stepDone
+			}
+			if !ex.gotFrame {
+				ex.gotFrame = true
+				f.metrics.roundTrip(time.Since(ex.published))
 			}
 			live.Reset(f.opts.WorkerTimeout)
 			if s := ex.frame(w, fr); s != stepContinue {
@@ -131,13 +151,16 @@ func (ex *exchange) serve(w http.ResponseWriter, r *http.Request) step {
 			ex.cancelWorker()
 			ex.fail(w, http.StatusServiceUnavailable, protocol.NewError(protocol.CodeInternalError,
 				"the worker handling %q stopped responding; retry", ex.spec.msg.Method))
+			setOutcome(w, "worker_lost")
 			return stepDone
 		case <-reqTimer.C:
 			ex.cancelWorker()
 			ex.fail(w, http.StatusGatewayTimeout, protocol.NewError(protocol.CodeInternalError,
 				"request timed out after %s", f.opts.RequestTimeout))
+			setOutcome(w, "timeout")
 			return stepDone
 		case <-r.Context().Done():
+			setOutcome(w, "client_gone")
 			return ex.clientGone()
 		}
 	}
@@ -160,8 +183,14 @@ func (ex *exchange) frame(w http.ResponseWriter, fr frame) step {
 	case bus.FrameNoResponders:
 		ex.fail(w, http.StatusServiceUnavailable, protocol.NewError(protocol.CodeInternalError,
 			"no worker is available to serve %q; retry later", ex.spec.msg.Method))
+		setOutcome(w, "no_worker")
 		return stepDone
 	case bus.FrameResponse:
+		if _, isErr := responseErrorCode(fr.payload); isErr {
+			setOutcome(w, "error")
+		} else {
+			setOutcome(w, "ok")
+		}
 		if ex.sse != nil {
 			_ = ex.emit(fr.payload)
 			return stepDone
@@ -176,6 +205,7 @@ func (ex *exchange) frame(w http.ResponseWriter, fr frame) step {
 	case bus.FrameEnd:
 		// Cancelled: the stream ends without a response.
 		ex.startSSE(w)
+		setOutcome(w, "cancelled")
 		return stepDone
 	case bus.FrameClose:
 		if !ex.legacy() {
@@ -211,6 +241,9 @@ func (ex *exchange) writeJSON(w http.ResponseWriter, payload []byte) {
 		}
 		status = s
 	}
+	if status >= 400 {
+		setOutcome(w, "error")
+	}
 	writeJSON(w, status, payload, func(h http.Header) {
 		for k, v := range extra {
 			h[k] = v
@@ -225,6 +258,7 @@ func (ex *exchange) startSSE(w http.ResponseWriter) {
 		return
 	}
 	ex.sse = startSSE(w, ex.f.opts.WriteTimeout, nil)
+	ex.closeGauge = ex.f.metrics.streamOpened("post")
 	if ex.legacy() {
 		ex.sseID = postStreamID(ex.f.id, ex.st.id)
 		_ = ex.sse.priming(formatEventID(ex.sseID, 0), ex.f.opts.SSERetry)

@@ -50,9 +50,9 @@ type Options struct {
 	// 10 minutes.
 	RequestTimeout time.Duration
 	// WorkerTimeout is how long a request may go without any frame from its
-	// worker (workers send heartbeats every 2s while a handler runs) before
-	// the worker is presumed dead and the client gets an error; zero means
-	// 10s.
+	// worker (workers send heartbeats every second while a handler runs)
+	// before the worker is presumed dead and the client gets an error; zero
+	// means 4s.
 	WorkerTimeout time.Duration
 	// KeepAlive is the interval of SSE comment frames on GET streams; zero
 	// means 30s; negative disables them.
@@ -76,6 +76,8 @@ type Options struct {
 	// MaxListen caps the subscriptions/listen streams open on this
 	// frontend (HTTP 503 beyond); zero means 1000, negative means no cap.
 	MaxListen int
+	// Metrics receives the frontend's Prometheus metrics; nil records none.
+	Metrics *Metrics
 	// ListenKeepAlive is the interval of SSE comments on listen streams,
 	// which also detect a dead peer and free its slot; zero means 15s,
 	// negative disables them.
@@ -91,6 +93,7 @@ type Frontend struct {
 	id   string
 
 	hostCheck *allowList
+	metrics   *Metrics
 
 	sub    *nats.Subscription
 	ctlSub *nats.Subscription
@@ -133,7 +136,7 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 		opts.RequestTimeout = 10 * time.Minute
 	}
 	if opts.WorkerTimeout == 0 {
-		opts.WorkerTimeout = 10 * time.Second
+		opts.WorkerTimeout = 4 * time.Second
 	}
 	if opts.KeepAlive == 0 {
 		opts.KeepAlive = 30 * time.Second
@@ -160,7 +163,7 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 	}
 	f := &Frontend{
 		nc: nc, opts: opts, log: log.With("frontend", opts.ID), subj: opts.Subjects, id: opts.ID,
-		hostCheck: hc, streams: map[string]*stream{}, shutdown: make(chan struct{}),
+		hostCheck: hc, streams: map[string]*stream{}, shutdown: make(chan struct{}), metrics: opts.Metrics,
 	}
 	maxListen := opts.MaxListen
 	if maxListen == 0 {

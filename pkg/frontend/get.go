@@ -81,6 +81,7 @@ func (f *Frontend) getStream(w http.ResponseWriter, r *http.Request, sess *sessi
 	}
 
 	defer g.Close()
+	defer f.metrics.streamOpened("get")()
 	sse := startSSE(w, f.opts.WriteTimeout, nil)
 	if !resumed {
 		if err := sse.priming(formatEventID(streamID, 0), f.opts.SSERetry); err != nil {
@@ -116,6 +117,7 @@ func (f *Frontend) getStream(w http.ResponseWriter, r *http.Request, sess *sessi
 		case <-g.Done():
 			if g.Reason() == listen.ReasonSlow {
 				f.log.Warn("frontend: closing a slow GET stream")
+				f.metrics.droppedStream("get")
 			}
 			return
 		case <-f.shutdown:
@@ -190,6 +192,7 @@ func (f *Frontend) resumePost(w http.ResponseWriter, r *http.Request, sess *sess
 	if err != nil && !f.storeErr(w, err) {
 		return
 	}
+	defer f.metrics.streamOpened("resume")()
 	sse := startSSE(w, f.opts.WriteTimeout, nil)
 	last := after
 	for _, ev := range evs {
@@ -334,5 +337,6 @@ func (f *Frontend) serveDelete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_ = f.nc.Publish(f.subj.SessionControl(sid), []byte(listen.CtlDeleted))
+	f.metrics.session("deleted")
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 )
@@ -33,6 +34,16 @@ func (f *Frontend) serveMCP(w http.ResponseWriter, r *http.Request) {
 	f.active.Add(1)
 	f.mu.Unlock()
 	defer f.active.Done()
+	if f.metrics != nil {
+		rec := &recorder{ResponseWriter: w, method: r.Method}
+		w = rec
+		start := time.Now()
+		f.metrics.inflightAdd(1)
+		defer func() {
+			f.metrics.inflightAdd(-1)
+			f.metrics.observe(rec.method, rec.result(), start)
+		}()
+	}
 
 	if !f.hostCheck.hostOK(r.Host) {
 		httpError(w, http.StatusForbidden, protocol.CodeInvalidRequest, "Forbidden: Host header not allowed")
@@ -87,6 +98,11 @@ func (f *Frontend) servePost(w http.ResponseWriter, r *http.Request) {
 		}
 		httpError(w, http.StatusBadRequest, protocol.CodeParseError, "parse error")
 		return
+	}
+	if msg.Kind() == protocol.KindResponse {
+		setMethod(w, "response")
+	} else {
+		setMethod(w, msg.Method)
 	}
 	var head protocol.ParamsHead
 	if msg.Params != nil {

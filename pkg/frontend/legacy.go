@@ -185,6 +185,7 @@ func (f *Frontend) initialize(w http.ResponseWriter, r *http.Request, msg *proto
 				return 0, err
 			}
 			h.Set(hdrSessionID, s.ID)
+			f.metrics.session("created")
 			return http.StatusOK, nil
 		},
 	})

@@ -227,6 +227,7 @@ func (f *Frontend) serveListen(w http.ResponseWriter, r *http.Request, msg *prot
 		return
 	}
 	defer ls.Close()
+	defer f.metrics.streamOpened("listen")()
 	sse := startSSE(w, f.opts.WriteTimeout, nil)
 	if err := sse.event("", ls.Ack()); err != nil {
 		return
@@ -250,8 +251,11 @@ func (f *Frontend) serveListen(w http.ResponseWriter, r *http.Request, msg *prot
 				return
 			}
 		case <-ls.Done():
-			if ls.Reason() == listen.ReasonShutdown {
+			switch ls.Reason() {
+			case listen.ReasonShutdown:
 				_ = sse.event("", ls.Final())
+			case listen.ReasonSlow:
+				f.metrics.droppedStream("listen")
 			}
 			return
 		case <-f.shutdown:

@@ -19,6 +19,9 @@ func writeJSON(w http.ResponseWriter, status int, body []byte, extra func(http.H
 
 // writeError writes a JSON-RPC error response with an HTTP status.
 func writeError(w http.ResponseWriter, status int, id protocol.ID, e *protocol.Error) {
+	if status == http.StatusOK {
+		setOutcome(w, "error")
+	}
 	writeJSON(w, status, protocol.AppendErrorResponse(nil, id, e), nil)
 }
 

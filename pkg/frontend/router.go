@@ -9,9 +9,10 @@ import (
 )
 
 // Router returns a gin engine serving the MCP endpoint at path (e.g.
-// "/mcp") with /healthz (alive) and /readyz (NATS and store reachable, not
-// draining). gin only routes: the endpoint is the plain Handler.
-func (f *Frontend) Router(path string) *gin.Engine {
+// "/mcp") with /healthz (alive), /readyz (NATS and store reachable, not
+// draining) and, when metrics is non-nil, /metrics (Prometheus). gin only
+// routes: the endpoint is the plain Handler.
+func (f *Frontend) Router(path string, metrics http.Handler) *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	g := gin.New()
 	g.Use(gin.Recovery())
@@ -27,5 +28,8 @@ func (f *Frontend) Router(path string) *gin.Engine {
 		}
 		c.String(http.StatusOK, "ready\n")
 	})
+	if metrics != nil {
+		g.GET("/metrics", gin.WrapH(metrics))
+	}
 	return g
 }

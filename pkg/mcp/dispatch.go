@@ -31,14 +31,22 @@ func (s *Server) Handle(ctx context.Context, req *Request, params json.RawMessag
 	var head struct {
 		Meta *struct {
 			ProgressToken json.RawMessage `json:"progressToken"`
+			Traceparent   string          `json:"traceparent"`
+			Tracestate    string          `json:"tracestate"`
 		} `json:"_meta"`
 	}
 	if err := json.Unmarshal(params, &head); err != nil {
 		return nil, protocol.NewError(protocol.CodeInvalidParams, "invalid params: %v", err)
 	}
-	if head.Meta != nil && len(head.Meta.ProgressToken) > 0 && string(head.Meta.ProgressToken) != "null" {
-		req.progressToken = head.Meta.ProgressToken
+	if head.Meta != nil {
+		if len(head.Meta.ProgressToken) > 0 && string(head.Meta.ProgressToken) != "null" {
+			req.progressToken = head.Meta.ProgressToken
+		}
+		if head.Meta.Traceparent != "" {
+			req.Traceparent, req.Tracestate = head.Meta.Traceparent, head.Meta.Tracestate
+		}
 	}
+	ctx = withTraceContext(ctx, req)
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("mcp: handler panic", "method", req.Method, "panic", p, "stack", string(debug.Stack()))

@@ -68,6 +68,12 @@ type Request struct {
 	// headers (stdio). When non-nil, tools/call checks them against the
 	// tool's x-mcp-header arguments.
 	ParamHeaders map[string]string
+	// Traceparent and Tracestate are the W3C trace context the transport
+	// received outside the message (HTTP headers); the request's
+	// _meta.traceparent wins over them. Handle puts the trace context into
+	// the handler's context (OpenTelemetry propagation), so
+	// trace.SpanContextFromContext(ctx) gives the caller's span.
+	Traceparent, Tracestate string
 
 	progressToken json.RawMessage
 	progressMu    sync.Mutex

@@ -92,6 +92,8 @@ func (w *Worker) onRequest(m *nats.Msg) {
 		Era:       hdr.Era,
 		Principal: hdr.Principal,
 		Features:  mcp.Features{Listen: hdr.Listen, SessionStream: hdr.SessionStream},
+
+		Traceparent: hdr.Traceparent, Tracestate: hdr.Tracestate,
 	}
 	if hdr.CheckParamHeaders {
 		req.ParamHeaders = hdr.ParamHeaders
@@ -150,6 +152,9 @@ func (w *Worker) onRequest(m *nats.Msg) {
 
 func (w *Worker) run(ctx context.Context, cancelDeadline context.CancelFunc, f *inflight, req *mcp.Request, msg *protocol.Message) {
 	defer w.wg.Done()
+	start := w.opts.Metrics.start()
+	outcome := "ok"
+	defer func() { w.opts.Metrics.done(msg.Method, outcome, start) }()
 	defer cancelDeadline()
 	defer func() {
 		w.mu.Lock()
@@ -165,6 +170,7 @@ func (w *Worker) run(ctx context.Context, cancelDeadline context.CancelFunc, f *
 	if ctx.Err() != nil && !errors.Is(cause, context.DeadlineExceeded) && !errors.Is(cause, errShutdown) {
 		// Cancelled: abort already ended the stream (or does now).
 		f.abort("cancelled")
+		outcome = "cancelled"
 		return
 	}
 	var out []byte
@@ -173,11 +179,14 @@ func (w *Worker) run(ctx context.Context, cancelDeadline context.CancelFunc, f *
 		if !errors.As(err, &pe) {
 			pe = protocol.NewError(protocol.CodeInternalError, "internal error")
 		}
+		outcome = "error"
 		switch {
 		case errors.Is(cause, errShutdown):
 			pe = protocol.NewError(protocol.CodeInternalError, "worker is shutting down; retry")
+			outcome = "shutdown"
 		case ctx.Err() != nil:
 			pe = protocol.NewError(protocol.CodeInternalError, "request timed out")
+			outcome = "timeout"
 		}
 		out = protocol.AppendErrorResponse(nil, msg.ID, pe)
 	} else {

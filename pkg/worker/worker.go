@@ -39,8 +39,10 @@ type Options struct {
 	// elicitation, roots) a handler makes; zero means 5 minutes.
 	CallTimeout time.Duration
 	// HeartbeatInterval is how often a running request tells its frontend
-	// the worker is alive; zero means 2s, negative disables heartbeats.
+	// the worker is alive; zero means 1s, negative disables heartbeats.
 	HeartbeatInterval time.Duration
+	// Metrics receives the worker's Prometheus metrics; nil records none.
+	Metrics *Metrics
 }
 
 // Worker serves requests from the bus with one mcp.Server.
@@ -84,7 +86,7 @@ func New(nc *nats.Conn, srv *mcp.Server, opts *Options) (*Worker, error) {
 		w.opts.CallTimeout = 5 * time.Minute
 	}
 	if w.opts.HeartbeatInterval == 0 {
-		w.opts.HeartbeatInterval = 2 * time.Second
+		w.opts.HeartbeatInterval = time.Second
 	}
 	w.log = w.opts.Logger
 	if w.log == nil {

@@ -1,0 +1,61 @@
+package worker
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are a worker's Prometheus metrics. Create them with NewMetrics
+// and pass them in Options.Metrics; a nil *Metrics records nothing.
+type Metrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	inflight prometheus.Gauge
+}
+
+// NewMetrics creates the metrics and registers them on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcpfleet_worker_requests_total",
+			Help: "Requests handled by this worker, by method and outcome (ok, error, cancelled, timeout, shutdown).",
+		}, []string{"method", "outcome"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "mcpfleet_worker_handler_duration_seconds",
+			Help:    "Time handlers ran, by method.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"method"}),
+		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "mcpfleet_worker_inflight_requests",
+			Help: "Requests this worker is running: scale workers on it.",
+		}),
+	}
+	reg.MustRegister(m.requests, m.duration, m.inflight)
+	return m
+}
+
+var workerMethods = map[string]bool{
+	"initialize": true, "ping": true, "tools/list": true, "tools/call": true, "prompts/list": true, "prompts/get": true,
+	"resources/list": true, "resources/templates/list": true, "resources/read": true, "resources/subscribe": true,
+	"resources/unsubscribe": true, "completion/complete": true, "server/discover": true, "logging/setLevel": true,
+}
+
+func (m *Metrics) start() time.Time {
+	if m != nil {
+		m.inflight.Inc()
+	}
+	return time.Now()
+}
+
+func (m *Metrics) done(method, outcome string, start time.Time) {
+	if m == nil {
+		return
+	}
+	m.inflight.Dec()
+	if !workerMethods[method] {
+		method = "other"
+	}
+	m.requests.WithLabelValues(method, outcome).Inc()
+	m.duration.WithLabelValues(method).Observe(time.Since(start).Seconds())
+}
