@@ -28,7 +28,7 @@ func ServerRequestID(worker string, seq uint64) protocol.ID {
 // request with this id, or ok=false when the id is not one of ours.
 func ParseServerRequestID(id protocol.ID) (worker string, ok bool) {
 	s := id.Str()
-	if !id.IsString() || !strings.HasPrefix(s, "mcpf-") {
+	if !id.IsString() || !strings.HasPrefix(s, "mcpf-") || len(s) > 160 {
 		return "", false
 	}
 	s = s[len("mcpf-"):]

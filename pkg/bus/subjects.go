@@ -1,6 +1,8 @@
 package bus
 
 import (
+	"crypto/sha256"
+	"encoding/base32"
 	"strings"
 )
 
@@ -71,6 +73,17 @@ func StreamID(subject string) string {
 // WorkerInbox is where answers to worker w's server-to-client requests go.
 func (s Subjects) WorkerInbox(w string) string { return s.p() + ".w." + Token(w) + ".in" }
 
+// WorkerNoResponders is the reply subject of a server-to-client request
+// worker w sends on a session's GET stream subject: NATS answers it with a
+// "no responders" status when no GET stream is open, so the call fails at
+// once instead of waiting for its timeout.
+func (s Subjects) WorkerNoResponders(w string, seq uint64) string {
+	return s.p() + ".w." + Token(w) + ".nr." + itoa(seq)
+}
+
+// WorkerNoRespondersAll matches every WorkerNoResponders subject of w.
+func (s Subjects) WorkerNoRespondersAll(w string) string { return s.p() + ".w." + Token(w) + ".nr.*" }
+
 // Cancel is the broadcast subject of cancellations.
 func (s Subjects) Cancel() string { return s.p() + ".cancel" }
 
@@ -108,10 +121,14 @@ func (s Subjects) ResourceUpdated(uri string) string {
 }
 
 // Token escapes s into one subject token: bytes outside [A-Za-z0-9_/:-]
-// (and any '~') become ~XX in upper-case hex. The result is never empty.
+// (and any '~') become ~XX in upper-case hex; a result longer than
+// MaxTokenLen becomes a fixed-length hash. The result is never empty.
 func Token(s string) string {
 	if s == "" {
 		return "~"
+	}
+	if len(s) > MaxTokenLen {
+		return hashToken(s)
 	}
 	clean := true
 	for i := 0; i < len(s); i++ {
@@ -136,7 +153,22 @@ func Token(s string) string {
 		b.WriteByte(hex[c>>4])
 		b.WriteByte(hex[c&15])
 	}
+	if b.Len() > MaxTokenLen {
+		return hashToken(s)
+	}
 	return b.String()
+}
+
+// MaxTokenLen bounds a subject token: longer values (a huge tool name or
+// URI, which would make NATS drop the connection for exceeding its control
+// line) are replaced by "~~" and a hash, so every subject stays short.
+// Hashed tokens cannot collide with escaped ones, which never contain
+// "~~".
+const MaxTokenLen = 96
+
+func hashToken(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return "~~" + base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:20])
 }
 
 func tokenSafe(c byte) bool {

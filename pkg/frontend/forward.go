@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"strconv"
@@ -20,17 +21,29 @@ type forwardSpec struct {
 	name    string            // routing name (tool or prompt)
 	params  map[string]string // modern Mcp-Param-* headers
 	claim   *claim            // legacy: the request id claimed in the store
-	// onResponse, when set, sees the final response before it is written
-	// as plain JSON; it may set headers and returns the HTTP status. An
-	// error turns the response into a 503 JSON-RPC error.
-	onResponse func(resp []byte, h http.Header) (int, error)
+	// effect, when set, runs once on the final response before it is
+	// written, whatever form the answer takes (JSON, SSE, or detached):
+	// the store side effects of the request. An error turns the answer
+	// into a 503 JSON-RPC error when it is still possible.
+	effect func(resp []byte) error
+	// respond, when set, sets headers on a plain JSON answer and returns
+	// its HTTP status (0 keeps the default).
+	respond func(resp []byte, h http.Header) int
+	// noSSE keeps the answer plain JSON: notifications and
+	// server-to-client requests before the response are dropped
+	// (initialize, whose answer carries the Mcp-Session-Id header).
+	noSSE bool
 }
 
-// exchange is one forwarded request, from publish to final frame. It is
-// served attached to the client's HTTP response; a legacy exchange whose
-// client goes away (or whose worker asks to close the connection, SSE
-// polling) goes on detached: its events are still logged, and published
-// live for a client that resumes the stream with Last-Event-ID.
+// exchange is one forwarded request, from publish to final frame. One
+// goroutine consumes the worker's frames; on a legacy SSE stream it logs
+// each event (giving it its id) and publishes it on the stream's live
+// subject before handing it to the client's writer goroutine through a
+// bounded queue, so a slow client never stalls the exchange. When the
+// client goes away, its queue overflows, or the worker asks to close the
+// connection (SSE polling), a legacy exchange goes on detached: its events
+// are still logged and published, for the client to resume the stream with
+// Last-Event-ID on any frontend.
 type exchange struct {
 	f         *Frontend
 	spec      *forwardSpec
@@ -38,18 +51,19 @@ type exchange struct {
 	deadline  time.Time
 	cancelKey string
 
-	// sse is the client's SSE writer; nil before SSE starts and once
-	// detached. sseID is the SSE stream id ("" until SSE starts).
-	sse      *sseWriter
-	sseID    string
-	detached bool
+	// client writes SSE events to the attached client; nil before SSE
+	// starts and once detached. sseID is the SSE stream id ("" until a
+	// legacy SSE stream starts).
+	client *clientWriter
+	sseID  string
 
 	published  time.Time
 	gotFrame   bool
+	ended      bool   // the final response (or an end marker) was logged
 	closeGauge func() // the open-streams gauge of this exchange's SSE stream
 }
 
-// result of handling one frame or event.
+// result of handling one frame.
 type step int
 
 const (
@@ -57,6 +71,21 @@ const (
 	stepDone
 	stepDetach
 )
+
+// Stream log markers: entries of a legacy stream's log that are not
+// messages for the client. Every JSON-RPC message starts with '{', so they
+// cannot be mistaken for one.
+const (
+	// markStart is the first entry of every stream log; the priming
+	// event's id names it, and its presence in a session's log proves the
+	// stream belongs to that session. A POST stream's start marker carries
+	// the request id after the space.
+	markStart = "\x00start "
+	// markEnd ends a stream that ended without a response (cancelled).
+	markEnd = "\x00end"
+)
+
+func isMarker(data []byte) bool { return len(data) > 0 && data[0] == 0 }
 
 // forward publishes the request to the workers and writes what comes back:
 // a plain JSON response when the first frame is the response, otherwise an
@@ -87,34 +116,45 @@ func (f *Frontend) forward(w http.ResponseWriter, r *http.Request, spec *forward
 	if err != nil {
 		f.closeStream(st)
 		f.log.Warn("frontend: publishing a request", "err", err)
+		setOutcome(w, "unavailable")
 		writeError(w, http.StatusServiceUnavailable, spec.msg.ID, protocol.NewError(protocol.CodeInternalError, "message bus unavailable; retry"))
 		return
 	}
-	st1 := ex.serve(w, r)
-	if st1 != stepDetach && ex.closeGauge != nil {
-		ex.closeGauge()
+	result := ex.serve(w, r)
+	if ex.client != nil {
+		ex.client.stop() // the handler must not return while it writes
+		ex.client = nil
 	}
-	if st1 != stepDetach && ex.sseID != "" {
-		_ = f.nc.Publish(f.subj.Live(spec.session.ID, ex.sseID), []byte(bus.LiveEnd))
-	}
-	if st1 == stepDetach {
-		ex.detached = true
-		ex.sse = nil
-		f.active.Add(1) // the caller's own count is still held
-		cl := spec.claim
-		spec.claim = nil // released when the drain ends
-		go func() {
-			defer f.active.Done()
-			defer f.closeStream(st)
-			defer f.release(cl)
-			if ex.closeGauge != nil {
-				defer ex.closeGauge()
-			}
-			ex.drain()
-		}()
+	if result != stepDetach {
+		ex.finish()
+		f.closeStream(st)
 		return
 	}
-	f.closeStream(st)
+	f.active.Add(1) // the caller's own count is still held
+	cl := spec.claim
+	spec.claim = nil // released when the drain ends
+	go func() {
+		defer f.active.Done()
+		defer f.closeStream(st)
+		defer f.release(cl)
+		ex.drain()
+		ex.finish()
+	}()
+}
+
+// finish closes a stream's bookkeeping: the gauge, the end marker of a
+// logged stream that got no response, and the live end signal.
+func (ex *exchange) finish() {
+	if ex.closeGauge != nil {
+		ex.closeGauge()
+	}
+	if ex.sseID == "" {
+		return
+	}
+	if !ex.ended {
+		ex.logAndPublish([]byte(markEnd))
+	}
+	_ = ex.f.nc.Publish(ex.f.subj.Live(ex.spec.session.ID, ex.sseID), []byte(bus.LiveEnd))
 }
 
 func (ex *exchange) legacy() bool { return ex.spec.session != nil }
@@ -131,9 +171,13 @@ func (ex *exchange) serve(w http.ResponseWriter, r *http.Request) step {
 	live := time.NewTimer(f.opts.WorkerTimeout)
 	defer live.Stop()
 	for {
+		var clientDone <-chan struct{}
+		if ex.client != nil {
+			clientDone = ex.client.done
+		}
 		select {
 		case fr, ok := <-ex.st.ch:
-			if !ok { // overflow: the client reads too slowly
+			if !ok { // frames overflowed: nothing can be resumed
 				f.metrics.droppedStream("post")
 				setOutcome(w, "dropped")
 				ex.cancelWorker()
@@ -147,6 +191,15 @@ func (ex *exchange) serve(w http.ResponseWriter, r *http.Request) step {
 			if s := ex.frame(w, fr); s != stepContinue {
 				return s
 			}
+		case <-clientDone:
+			// The client's writer stopped: write error or overflow.
+			if ex.client.overflowed.Load() {
+				f.metrics.droppedStream("post")
+				setOutcome(w, "dropped")
+			} else {
+				setOutcome(w, "client_gone")
+			}
+			return ex.clientGone()
 		case <-live.C:
 			ex.cancelWorker()
 			ex.fail(w, http.StatusServiceUnavailable, protocol.NewError(protocol.CodeInternalError,
@@ -186,20 +239,36 @@ func (ex *exchange) frame(w http.ResponseWriter, fr frame) step {
 		setOutcome(w, "no_worker")
 		return stepDone
 	case bus.FrameResponse:
-		if _, isErr := responseErrorCode(fr.payload); isErr {
+		payload := fr.payload
+		if e := ex.spec.effect; e != nil {
+			if err := e(payload); err != nil {
+				ex.f.log.Error("frontend: completing a response", "method", ex.spec.msg.Method, "err", err)
+				payload = protocol.AppendErrorResponse(nil, ex.spec.msg.ID, protocol.NewError(protocol.CodeInternalError, "could not complete the request; retry"))
+				if ex.client == nil {
+					setOutcome(w, "unavailable")
+					writeJSON(w, http.StatusServiceUnavailable, payload, nil)
+					return stepDone
+				}
+			}
+		}
+		if _, isErr := responseErrorCode(payload); isErr {
 			setOutcome(w, "error")
 		} else {
 			setOutcome(w, "ok")
 		}
-		if ex.sse != nil {
-			_ = ex.emit(fr.payload)
+		if ex.client != nil {
+			ex.emit(payload)
+			ex.ended = true
 			return stepDone
 		}
-		ex.writeJSON(w, fr.payload)
+		ex.writeJSON(w, payload)
 		return stepDone
 	case bus.FrameNotification, bus.FrameServerRequest:
+		if ex.spec.noSSE {
+			return stepContinue
+		}
 		ex.startSSE(w)
-		if err := ex.emit(fr.payload); err != nil {
+		if !ex.emit(fr.payload) {
 			return ex.clientGone()
 		}
 	case bus.FrameEnd:
@@ -213,7 +282,7 @@ func (ex *exchange) frame(w http.ResponseWriter, fr frame) step {
 		}
 		ex.startSSE(w)
 		if ms, err := strconv.ParseUint(string(fr.payload), 10, 32); err == nil {
-			_ = ex.sse.raw([]byte("retry: " + strconv.FormatUint(ms, 10) + "\n\n"))
+			ex.client.send([]byte("retry: " + strconv.FormatUint(ms, 10) + "\n\n"))
 		}
 		return stepDetach
 	}
@@ -231,15 +300,11 @@ func (ex *exchange) writeJSON(w http.ResponseWriter, payload []byte) {
 		}
 	}
 	var extra http.Header
-	if ex.spec.onResponse != nil {
+	if ex.spec.respond != nil {
 		extra = http.Header{}
-		s, err := ex.spec.onResponse(payload, extra)
-		if err != nil {
-			ex.f.log.Error("frontend: completing a response", "method", ex.spec.msg.Method, "err", err)
-			writeError(w, http.StatusServiceUnavailable, ex.spec.msg.ID, protocol.NewError(protocol.CodeInternalError, "could not complete the request; retry"))
-			return
+		if s := ex.spec.respond(payload, extra); s != 0 {
+			status = s
 		}
-		status = s
 	}
 	if status >= 400 {
 		setOutcome(w, "error")
@@ -251,58 +316,71 @@ func (ex *exchange) writeJSON(w http.ResponseWriter, payload []byte) {
 	})
 }
 
-// startSSE switches the response to an SSE stream; on legacy sessions it
-// sends the priming event (an id and empty data) so the client can resume.
+// startSSE switches the response to an SSE stream served by a writer
+// goroutine; on legacy sessions it logs the stream's start marker and sends
+// the priming event (its id, empty data) so the client can resume.
 func (ex *exchange) startSSE(w http.ResponseWriter) {
-	if ex.sse != nil {
+	if ex.client != nil {
 		return
 	}
-	ex.sse = startSSE(w, ex.f.opts.WriteTimeout, nil)
+	sse := startSSE(w, ex.f.opts.WriteTimeout, nil)
 	ex.closeGauge = ex.f.metrics.streamOpened("post")
 	if ex.legacy() {
 		ex.sseID = postStreamID(ex.f.id, ex.st.id)
-		_ = ex.sse.priming(formatEventID(ex.sseID, 0), ex.f.opts.SSERetry)
-	}
-}
-
-// emit logs a legacy stream event (giving it its id), publishes it on the
-// stream's live subject (for a client that resumes the stream elsewhere,
-// also while this connection seems alive), and writes it to the client
-// when attached.
-func (ex *exchange) emit(payload []byte) error {
-	id := ""
-	if ex.legacy() && ex.sseID != "" {
-		idx, ok := ex.f.logEvent(ex.spec.session.ID, ex.sseID, payload)
-		if ok {
-			id = formatEventID(ex.sseID, idx)
-			_ = ex.f.nc.Publish(ex.f.subj.Live(ex.spec.session.ID, ex.sseID), bus.AppendLiveEvent(nil, idx, payload))
+		start := append([]byte(markStart), ex.spec.msg.ID.AppendJSON(nil)...)
+		if idx, ok := ex.f.logEvent(ex.spec.session.ID, ex.sseID, start); ok {
+			_ = sse.priming(formatEventID(ex.sseID, idx), ex.f.opts.SSERetry)
+		} else {
+			ex.sseID = "" // without a log the stream cannot be resumed
 		}
 	}
-	if ex.sse == nil {
-		return nil
+	ex.client = newClientWriter(sse, ex.f.opts.StreamBuffer)
+}
+
+// emit logs a legacy stream event (giving it its id) and publishes it on
+// the stream's live subject, then queues it for the attached client. It
+// reports false when the client cannot take it (gone or too slow).
+func (ex *exchange) emit(payload []byte) bool {
+	id := ""
+	if idx, ok := ex.logAndPublish(payload); ok {
+		id = formatEventID(ex.sseID, idx)
 	}
-	return ex.sse.event(id, payload)
+	if ex.client == nil {
+		return true
+	}
+	return ex.client.send(formatEvent(id, payload))
+}
+
+// logAndPublish appends data to the stream's log and publishes it live;
+// ok is false when there is no log (modern, or the store failed).
+func (ex *exchange) logAndPublish(data []byte) (uint64, bool) {
+	if ex.sseID == "" {
+		return 0, false
+	}
+	idx, ok := ex.f.logEvent(ex.spec.session.ID, ex.sseID, data)
+	if !ok {
+		return 0, false
+	}
+	_ = ex.f.nc.Publish(ex.f.subj.Live(ex.spec.session.ID, ex.sseID), bus.AppendLiveEvent(nil, idx, data))
+	return idx, true
 }
 
 // fail ends the exchange with a JSON-RPC error, in whichever form the
-// response has taken.
+// response has taken (w is nil once detached).
 func (ex *exchange) fail(w http.ResponseWriter, status int, e *protocol.Error) {
-	if ex.sse == nil && !ex.detached {
+	payload := protocol.AppendErrorResponse(nil, ex.spec.msg.ID, e)
+	if ex.client == nil && w != nil {
 		writeError(w, status, ex.spec.msg.ID, e)
 		return
 	}
-	_ = ex.emit(protocol.AppendErrorResponse(nil, ex.spec.msg.ID, e))
+	ex.emit(payload)
+	ex.ended = true
 }
 
 // drain runs a detached legacy exchange to its end: events go to the log
 // and to the live subject of the stream, where a resuming client gets them.
 func (ex *exchange) drain() {
 	f := ex.f
-	defer func() {
-		if ex.sseID != "" {
-			_ = f.nc.Publish(f.subj.Live(ex.spec.session.ID, ex.sseID), []byte(bus.LiveEnd))
-		}
-	}()
 	reqTimer := time.NewTimer(time.Until(ex.deadline))
 	defer reqTimer.Stop()
 	live := time.NewTimer(f.opts.WorkerTimeout)
@@ -316,10 +394,24 @@ func (ex *exchange) drain() {
 			}
 			live.Reset(f.opts.WorkerTimeout)
 			switch fr.kind {
-			case bus.FrameNotification, bus.FrameServerRequest:
-				_ = ex.emit(fr.payload)
+			case bus.FrameNotification:
+				ex.emit(fr.payload)
+			case bus.FrameServerRequest:
+				if ex.sseID == "" {
+					// Nobody can ever see it: answer it for the client so
+					// the handler does not wait for nothing.
+					ex.refuseServerRequest(fr.payload)
+					continue
+				}
+				ex.emit(fr.payload)
 			case bus.FrameResponse:
-				_ = ex.emit(fr.payload)
+				if e := ex.spec.effect; e != nil {
+					if err := e(fr.payload); err != nil {
+						f.log.Error("frontend: completing a detached response", "method", ex.spec.msg.Method, "err", err)
+					}
+				}
+				ex.emit(fr.payload)
+				ex.ended = true
 				return
 			case bus.FrameEnd:
 				return
@@ -336,6 +428,23 @@ func (ex *exchange) drain() {
 			ex.fail(nil, 0, protocol.NewError(protocol.CodeInternalError, "request timed out after %s", f.opts.RequestTimeout))
 			return
 		}
+	}
+}
+
+// refuseServerRequest answers a server-to-client request that can reach no
+// client with an error, on behalf of the client.
+func (ex *exchange) refuseServerRequest(payload []byte) {
+	m, err := protocol.Decode(payload, 0)
+	if err != nil || m.Kind() != protocol.KindRequest {
+		return
+	}
+	worker, ok := bus.ParseServerRequestID(m.ID)
+	if !ok {
+		return
+	}
+	answer := protocol.AppendErrorResponse(nil, m.ID, protocol.NewError(protocol.CodeInternalError, "the client's stream is gone"))
+	if data, err := bus.EncodeAnswer(&bus.ClientAnswer{Session: ex.spec.session.ID}, answer); err == nil {
+		_ = ex.f.nc.Publish(ex.f.subj.WorkerInbox(worker), data)
 	}
 }
 
@@ -364,4 +473,27 @@ func (f *Frontend) logEvent(session, stream string, payload []byte) (uint64, boo
 		return 0, false
 	}
 	return idx, true
+}
+
+// responseErrorCode reads the error code of a response we encoded
+// (protocol.AppendResponse / AppendErrorResponse) without decoding it: an
+// error response has "error" where a result has "result", before any
+// nested content, so a result that merely contains an "error" member is
+// not mistaken for one.
+func responseErrorCode(resp []byte) (int64, bool) {
+	const key = `"error":{"code":`
+	i := bytes.Index(resp, []byte(key))
+	if i < 0 {
+		return 0, false
+	}
+	if j := bytes.Index(resp, []byte(`"result":`)); j >= 0 && j < i {
+		return 0, false
+	}
+	rest := resp[i+len(key):]
+	j := bytes.IndexByte(rest, ',')
+	if j < 0 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(rest[:j]), 10, 64)
+	return n, err == nil
 }

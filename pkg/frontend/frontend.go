@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -76,6 +75,10 @@ type Options struct {
 	// MaxListen caps the subscriptions/listen streams open on this
 	// frontend (HTTP 503 beyond); zero means 1000, negative means no cap.
 	MaxListen int
+	// StateTTL is how long a used MRTR requestState stays refused; it must
+	// be at least the workers' mcp.ServerOptions.StateTTL. Zero means 15
+	// minutes.
+	StateTTL time.Duration
 	// Metrics receives the frontend's Prometheus metrics; nil records none.
 	Metrics *Metrics
 	// ListenKeepAlive is the interval of SSE comments on listen streams,
@@ -102,8 +105,6 @@ type Frontend struct {
 	mu      sync.Mutex
 	streams map[string]*stream // stream id -> open stream
 	closing bool
-	seq     uint64
-	boot    string // random base-36 prefix of bus stream ids: unique across restarts
 
 	shutdown chan struct{} // closed by Shutdown
 	once     sync.Once
@@ -150,6 +151,9 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 	if opts.SSERetry == 0 {
 		opts.SSERetry = time.Second
 	}
+	if opts.StateTTL <= 0 {
+		opts.StateTTL = 15 * time.Minute
+	}
 	if opts.ListenKeepAlive == 0 {
 		opts.ListenKeepAlive = 15 * time.Second
 	}
@@ -173,34 +177,36 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 		Subjects: opts.Subjects, Subscriptions: opts.Store, Buffer: opts.StreamBuffer,
 		MaxListen: maxListen, Logger: f.log,
 	})
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	f.boot = strconv.FormatUint(uint64(b[0])<<24|uint64(b[1])<<16|uint64(b[2])<<8|uint64(b[3]), 36) + "z"
 	return f, nil
 }
 
 // ID returns the frontend's bus id.
 func (f *Frontend) ID() string { return f.id }
 
-// Start subscribes to the frontend's stream subjects.
-func (f *Frontend) Start(ctx context.Context) error {
-	sub, err := f.nc.Subscribe(f.subj.FrontendStreams(f.id), f.onFrame)
-	if err != nil {
+// Start subscribes to the frontend's stream subjects. On error nothing is
+// left subscribed.
+func (f *Frontend) Start(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil {
+			f.reg.Shutdown()
+			for _, s := range []*nats.Subscription{f.sub, f.ctlSub} {
+				if s != nil {
+					_ = s.Unsubscribe()
+				}
+			}
+		}
+	}()
+	if f.sub, err = f.nc.Subscribe(f.subj.FrontendStreams(f.id), f.onFrame); err != nil {
 		return fmt.Errorf("frontend: subscribing to stream frames: %w", err)
 	}
-	_ = sub.SetPendingLimits(-1, 256<<20)
-	f.sub = sub
-	ctl, err := f.nc.Subscribe(f.subj.FrontendControl(f.id), func(m *nats.Msg) { _ = m.Respond([]byte("ok")) })
-	if err != nil {
-		_ = sub.Unsubscribe()
+	_ = f.sub.SetPendingLimits(-1, 256<<20)
+	if f.ctlSub, err = f.nc.Subscribe(f.subj.FrontendControl(f.id), func(m *nats.Msg) { _ = m.Respond([]byte("ok")) }); err != nil {
 		return fmt.Errorf("frontend: subscribing to its control subject: %w", err)
 	}
-	f.ctlSub = ctl
-	if err := f.reg.Start(); err != nil {
-		_ = sub.Unsubscribe()
+	if err = f.reg.Start(); err != nil {
 		return fmt.Errorf("frontend: subscribing to events: %w", err)
 	}
-	if err := f.nc.FlushTimeout(5 * time.Second); err != nil {
+	if err = f.nc.FlushTimeout(5 * time.Second); err != nil {
 		return fmt.Errorf("frontend: flushing subscriptions: %w", err)
 	}
 	return nil

@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/http"
@@ -55,21 +56,24 @@ func (f *Frontend) serveGet(w http.ResponseWriter, r *http.Request) {
 // and server-to-client requests not tied to a POST, list_changed events,
 // and resources/updated for subscribed URIs, each logged for resumption;
 // keepalive comments every Options.KeepAlive. A resumed GET stream first
-// replays the events after `after`.
+// replays the events after `after`; a stream of another session, or whose
+// events are gone, is not resumed: a fresh stream (new priming id) starts.
 func (f *Frontend) getStream(w http.ResponseWriter, r *http.Request, sess *sessionstore.Session, streamID string, after uint64) {
-	resumed := streamID != ""
-	if !resumed {
-		streamID = newStreamID('g')
-	}
 	var replay []sessionstore.Event
-	if resumed {
-		ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
-		evs, err := f.opts.Store.EventsAfter(ctx, sess.ID, streamID, after)
-		cancel()
+	if streamID != "" {
+		evs, ok, err := f.ownedEvents(r.Context(), sess.ID, streamID, after)
 		if err != nil && !f.storeErr(w, err) {
 			return
 		}
-		replay = evs
+		if ok {
+			replay = evs
+		} else {
+			streamID = ""
+		}
+	}
+	resumed := streamID != ""
+	if !resumed {
+		streamID = newStreamID('g')
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
 	g, err := f.reg.OpenSession(ctx, sess.ID)
@@ -79,16 +83,24 @@ func (f *Frontend) getStream(w http.ResponseWriter, r *http.Request, sess *sessi
 		httpError(w, http.StatusServiceUnavailable, protocol.CodeInternalError, "could not open the stream; retry")
 		return
 	}
-
 	defer g.Close()
 	defer f.metrics.streamOpened("get")()
+	// A session has one GET stream: a newer one replaces older ones,
+	// wherever they are held, so each message goes to exactly one stream.
+	g.SetTag(streamID)
+	_ = f.nc.Publish(f.subj.SessionControl(sess.ID), []byte(listen.CtlGetOpened+streamID))
 	sse := startSSE(w, f.opts.WriteTimeout, nil)
 	if !resumed {
-		if err := sse.priming(formatEventID(streamID, 0), f.opts.SSERetry); err != nil {
-			return
+		if idx, ok := f.logEvent(sess.ID, streamID, []byte(markStart)); ok {
+			if err := sse.priming(formatEventID(streamID, idx), f.opts.SSERetry); err != nil {
+				return
+			}
 		}
 	}
 	for _, ev := range replay {
+		if isMarker(ev.Data) {
+			continue
+		}
 		if err := sse.event(formatEventID(streamID, ev.Index), ev.Data); err != nil {
 			return
 		}
@@ -128,12 +140,44 @@ func (f *Frontend) getStream(w http.ResponseWriter, r *http.Request, sess *sessi
 	}
 }
 
-// storeErr writes the answer to a store error and reports whether the
-// caller may go on (ErrEventsPurged is not fatal: the replay is empty).
-func (f *Frontend) storeErr(w http.ResponseWriter, err error) bool {
+// ownedEvents returns the events after `after` of a stream of this
+// session, and the whole log's start marker. ok is false when the session
+// has no such stream (its log has no start marker: another session's
+// stream, a forged id) or its events are gone.
+func (f *Frontend) ownedEvents(ctx context.Context, session, stream string, after uint64) (evs []sessionstore.Event, ok bool, err error) {
+	start, all, err := f.streamLog(ctx, session, stream)
+	if err != nil || start == nil {
+		return nil, false, err
+	}
+	for i, ev := range all {
+		if ev.Index > after {
+			return all[i:], true, nil
+		}
+	}
+	return nil, true, nil
+}
+
+// streamLog reads a stream's whole log; start is its start marker (nil when
+// the stream is not this session's, or its beginning was trimmed).
+func (f *Frontend) streamLog(ctx context.Context, session, stream string) (start []byte, all []sessionstore.Event, err error) {
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	all, err = f.opts.Store.EventsAfter(ctx, session, stream, 0)
 	switch {
 	case errors.Is(err, sessionstore.ErrEventsPurged):
-		return true
+		return nil, nil, nil
+	case err != nil:
+		return nil, nil, err
+	case len(all) == 0 || !bytes.HasPrefix(all[0].Data, []byte(markStart)):
+		return nil, nil, nil
+	}
+	return all[0].Data, all, nil
+}
+
+// storeErr writes the answer to a store error and reports whether the
+// caller may go on (never: kept for symmetry with the callers' flow).
+func (f *Frontend) storeErr(w http.ResponseWriter, err error) bool {
+	switch {
 	case errors.Is(err, sessionstore.ErrNotFound):
 		httpError(w, http.StatusNotFound, codeSessionNotFound, "Session not found")
 	default:
@@ -143,17 +187,19 @@ func (f *Frontend) storeErr(w http.ResponseWriter, err error) bool {
 	return false
 }
 
-// resumePost resumes a POST response stream on any frontend. It
-// subscribes first (so nothing published during the replay is lost), then
-// replays the logged events after `after`, then relays new events until
-// the response, which ends the stream. New events come from the live
-// subject of the frontend that holds the stream. When that frontend is gone
-// (it does not answer on its control subject, checked now and then), this
+// resumePost resumes a POST response stream of this session on any
+// frontend. It subscribes first (so nothing published during the replay is
+// lost), then replays the logged events after `after`, then relays new
+// events until the response (or the end marker), which ends the stream.
+// New events come from the live subject of the frontend that holds the
+// stream; a gap in them, or an end without the response, is filled from the
+// log. When no frontend holds the stream any more (the one named in its id
+// does not answer, or it is this one and the exchange is gone), this
 // frontend takes the stream over: it subscribes to the worker's frames for
 // the stream and logs and writes them itself.
 func (f *Frontend) resumePost(w http.ResponseWriter, r *http.Request, sess *sessionstore.Session, stream string, after uint64) {
 	fe, busID, _ := splitPostStream(stream)
-	ch := make(chan *nats.Msg, f.opts.StreamBuffer)
+	ch := make(chan *nats.Msg, 4*f.opts.StreamBuffer)
 	var subs []*nats.Subscription
 	defer func() {
 		for _, s := range subs {
@@ -174,35 +220,69 @@ func (f *Frontend) resumePost(w http.ResponseWriter, r *http.Request, sess *sess
 		takeover = true
 		return subscribe(framesSubject)
 	}
+	orphaned := func() bool {
+		if fe == f.id {
+			return !f.hasStream(busID)
+		}
+		return !f.frontendAlive(r.Context(), fe)
+	}
 	err := subscribe(f.subj.Live(sess.ID, stream))
-	if err == nil && fe != f.id && !f.frontendAlive(r.Context(), fe) {
+	if err == nil && orphaned() {
 		err = takeOver()
 	}
 	if err != nil {
 		httpError(w, http.StatusServiceUnavailable, protocol.CodeInternalError, "message bus unavailable; retry")
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
-	evs, err := f.opts.Store.EventsAfter(ctx, sess.ID, stream, after)
-	cancel()
-	if errors.Is(err, sessionstore.ErrEventsPurged) {
-		httpError(w, http.StatusNotFound, protocol.CodeInvalidRequest, "the stream's events are no longer available; retry the request")
+	start, all, err := f.streamLog(r.Context(), sess.ID, stream)
+	if err != nil {
+		f.storeErr(w, err)
 		return
 	}
-	if err != nil && !f.storeErr(w, err) {
+	if start == nil || after == 0 {
+		httpError(w, http.StatusNotFound, protocol.CodeInvalidRequest, "no such stream in this session, or its events are gone; retry the request")
 		return
 	}
+	var reqID protocol.ID
+	_ = reqID.UnmarshalJSON(start[len(markStart):])
 	defer f.metrics.streamOpened("resume")()
 	sse := startSSE(w, f.opts.WriteTimeout, nil)
 	last := after
-	for _, ev := range evs {
-		if err := sse.event(formatEventID(stream, ev.Index), ev.Data); err != nil {
-			return
+	// replay writes the logged events after last; it reports whether the
+	// stream is over (response or end marker).
+	replay := func(evs []sessionstore.Event) (over bool, err error) {
+		for _, ev := range evs {
+			if ev.Index <= last {
+				continue
+			}
+			last = ev.Index
+			if isMarker(ev.Data) {
+				if string(ev.Data) == markEnd {
+					return true, nil
+				}
+				continue
+			}
+			if err := sse.event(formatEventID(stream, ev.Index), ev.Data); err != nil {
+				return true, err
+			}
+			if isResponse(ev.Data) {
+				return true, nil
+			}
 		}
-		last = ev.Index
-		if isResponse(ev.Data) {
-			return
+		return false, nil
+	}
+	refill := func() bool {
+		ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
+		evs, err := f.opts.Store.EventsAfter(ctx, sess.ID, stream, last)
+		cancel()
+		if err != nil {
+			return true
 		}
+		over, err := replay(evs)
+		return over || err != nil
+	}
+	if over, _ := replay(all); over {
+		return
 	}
 	var keepalive <-chan time.Time
 	if f.opts.KeepAlive > 0 {
@@ -216,70 +296,81 @@ func (f *Frontend) resumePost(w http.ResponseWriter, r *http.Request, sess *sess
 	// is still there; in a takeover, the worker's heartbeats tell that it
 	// still runs the request, and without them the request is lost.
 	var probe <-chan time.Time
-	if fe != f.id && !takeover {
+	if !takeover {
 		t := time.NewTicker(f.opts.WorkerTimeout / 4)
 		defer t.Stop()
 		probe = t.C
 	}
+	lostTimer := time.NewTimer(f.opts.WorkerTimeout)
+	defer lostTimer.Stop()
 	var lost <-chan time.Time
 	if takeover {
-		lost = time.After(f.opts.WorkerTimeout)
+		lost = lostTimer.C
 	}
 	for {
 		select {
 		case m := <-ch:
-			var data []byte
 			if m.Subject == framesSubject {
 				status := ""
 				if m.Header != nil {
 					status = m.Header.Get("Status")
 				}
 				kind, payload := bus.ParseFrame(m.Data, status)
-				lost = time.After(f.opts.WorkerTimeout)
+				lostTimer.Reset(f.opts.WorkerTimeout)
 				switch kind {
 				case bus.FrameNotification, bus.FrameServerRequest, bus.FrameResponse:
-					data = payload
 				case bus.FrameEnd:
+					f.logEvent(sess.ID, stream, []byte(markEnd))
 					return
 				default:
 					continue
 				}
-				idx, ok := f.logEvent(sess.ID, stream, data)
+				idx, ok := f.logEvent(sess.ID, stream, payload)
 				id := ""
 				if ok {
 					id, last = formatEventID(stream, idx), idx
 				}
-				if err := sse.event(id, data); err != nil {
+				if err := sse.event(id, payload); err != nil || kind == bus.FrameResponse {
 					return
 				}
-			} else {
-				idx, d, end, ok := bus.ParseLiveEvent(m.Data)
-				if !ok || (!end && idx <= last) {
-					continue
-				}
-				if end {
-					return
-				}
-				data = d
-				if err := sse.event(formatEventID(stream, idx), data); err != nil {
-					return
-				}
-				last = idx
+				continue
 			}
-			if isResponse(data) {
+			idx, data, end, ok := bus.ParseLiveEvent(m.Data)
+			switch {
+			case !ok:
+			case end:
+				refill() // anything the live subject dropped is in the log
 				return
+			case idx <= last:
+			case idx > last+1:
+				if refill() {
+					return
+				}
+			default:
+				if over, err := replay([]sessionstore.Event{{Index: idx, Data: data}}); over || err != nil {
+					return
+				}
 			}
 		case <-probe:
-			if !f.frontendAlive(r.Context(), fe) {
+			if orphaned() {
 				probe = nil
 				if err := takeOver(); err != nil {
 					return
 				}
-				lost = time.After(f.opts.WorkerTimeout)
+				if refill() {
+					return
+				}
+				lostTimer.Reset(f.opts.WorkerTimeout)
+				lost = lostTimer.C
 			}
 		case <-lost:
 			e := protocol.NewError(protocol.CodeInternalError, "the request was lost with the frontend and worker that held it; retry")
-			_ = sse.event("", protocol.AppendErrorResponse(nil, protocol.ID{}, e))
+			resp := protocol.AppendErrorResponse(nil, reqID, e)
+			if idx, ok := f.logEvent(sess.ID, stream, resp); ok {
+				_ = sse.event(formatEventID(stream, idx), resp)
+			} else {
+				_ = sse.event("", resp)
+			}
 			return
 		case <-keepalive:
 			if err := sse.comment("keepalive"); err != nil {
@@ -295,14 +386,11 @@ func (f *Frontend) resumePost(w http.ResponseWriter, r *http.Request, sess *sess
 	}
 }
 
-// frontendAlive asks frontend fe whether it is still there; only a "no
-// responders" answer (its connection and subscriptions are gone) counts as
-// dead.
-func (f *Frontend) frontendAlive(ctx context.Context, fe string) bool {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	_, err := f.nc.RequestWithContext(ctx, f.subj.FrontendControl(fe), nil)
-	return !errors.Is(err, nats.ErrNoResponders)
+// hasStream reports whether this frontend has the bus stream open.
+func (f *Frontend) hasStream(id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.streams[id] != nil
 }
 
 // isResponse reports whether a logged message is a JSON-RPC response.
@@ -339,4 +427,14 @@ func (f *Frontend) serveDelete(w http.ResponseWriter, r *http.Request) {
 	_ = f.nc.Publish(f.subj.SessionControl(sid), []byte(listen.CtlDeleted))
 	f.metrics.session("deleted")
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// frontendAlive asks frontend fe whether it is still there; only a "no
+// responders" answer (its connection and subscriptions are gone) counts as
+// dead.
+func (f *Frontend) frontendAlive(ctx context.Context, fe string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, err := f.nc.RequestWithContext(ctx, f.subj.FrontendControl(fe), nil)
+	return !errors.Is(err, nats.ErrNoResponders)
 }

@@ -156,21 +156,24 @@ func (f *Frontend) initialize(w http.ResponseWriter, r *http.Request, msg *proto
 		writeError(w, http.StatusBadRequest, msg.ID, e)
 		return
 	}
+	var sid string
 	f.forward(w, r, &forwardSpec{
-		era: protocol.EraLegacy, msg: msg, body: body,
-		onResponse: func(resp []byte, h http.Header) (int, error) {
+		era: protocol.EraLegacy, msg: msg, body: body, noSSE: true,
+		// The session is stored when the worker's answer succeeds, before
+		// the client sees it; a failed initialize leaves nothing behind.
+		effect: func(resp []byte) error {
 			m, err := protocol.Decode(resp, 0)
 			if err != nil || m.Kind() != protocol.KindResponse {
-				return 0, errors.New("frontend: malformed initialize response from the worker")
+				return errors.New("frontend: malformed initialize response from the worker")
 			}
 			if m.Error != nil {
-				return http.StatusBadRequest, nil
+				return nil
 			}
 			var res struct {
 				ProtocolVersion string `json:"protocolVersion"`
 			}
 			if err := json.Unmarshal(m.Result, &res); err != nil || res.ProtocolVersion == "" {
-				return 0, errors.New("frontend: initialize result without protocolVersion")
+				return errors.New("frontend: initialize result without protocolVersion")
 			}
 			s := &sessionstore.Session{
 				ID:                 sessionstore.NewID(),
@@ -182,11 +185,18 @@ func (f *Frontend) initialize(w http.ResponseWriter, r *http.Request, msg *proto
 			ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 			defer cancel()
 			if err := f.opts.Store.Create(ctx, s); err != nil {
-				return 0, err
+				return err
 			}
-			h.Set(hdrSessionID, s.ID)
+			sid = s.ID
 			f.metrics.session("created")
-			return http.StatusOK, nil
+			return nil
+		},
+		respond: func(_ []byte, h http.Header) int {
+			if sid == "" {
+				return http.StatusBadRequest // the worker refused the initialize
+			}
+			h.Set(hdrSessionID, sid)
+			return http.StatusOK
 		},
 	})
 }
@@ -225,8 +235,8 @@ func (f *Frontend) legacyRequest(w http.ResponseWriter, r *http.Request, sess *s
 	if msg.Method == protocol.MethodResourcesSubscribe || msg.Method == protocol.MethodResourcesUnsubscribe {
 		// The worker validates (capability, author hook); on success the
 		// subscription is recorded here, where the store is.
-		spec.onResponse = func(resp []byte, _ http.Header) (int, error) {
-			return http.StatusOK, f.recordSubscription(sess.ID, msg.Method == protocol.MethodResourcesSubscribe, resp, head)
+		spec.effect = func(resp []byte) error {
+			return f.recordSubscription(sess.ID, msg.Method == protocol.MethodResourcesSubscribe, resp, head)
 		}
 	}
 	f.forward(w, r, spec)

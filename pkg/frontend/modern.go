@@ -1,18 +1,17 @@
 package frontend
 
 import (
-	"bytes"
-	"encoding/base64"
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/pkg/listen"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
+	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
 )
 
 // modernMethods are the client requests of the stateless era.
@@ -35,6 +34,12 @@ func (f *Frontend) postModern(w http.ResponseWriter, r *http.Request, msg *proto
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
+	// An unknown or legacy-only method is 404 whatever else is wrong with
+	// the request (SDKs send logging/setLevel without modern _meta).
+	if !modernMethods[msg.Method] {
+		writeError(w, http.StatusNotFound, msg.ID, protocol.NewError(protocol.CodeMethodNotFound, "method not found: %q", msg.Method))
+		return
+	}
 	if e := checkModernMeta(r, head); e != nil {
 		writeError(w, modernStatus(e.Code), msg.ID, e)
 		return
@@ -43,13 +48,25 @@ func (f *Frontend) postModern(w http.ResponseWriter, r *http.Request, msg *proto
 		writeError(w, http.StatusBadRequest, msg.ID, e)
 		return
 	}
-	if !modernMethods[msg.Method] {
-		writeError(w, http.StatusNotFound, msg.ID, protocol.NewError(protocol.CodeMethodNotFound, "method not found: %q", msg.Method))
-		return
-	}
 	if msg.Method == protocol.MethodSubscriptionsListen {
 		f.serveListen(w, r, msg)
 		return
+	}
+	if head.RequestState != nil {
+		// A requestState is single-use, whichever frontend and worker see
+		// its retries: a replayed one is refused before any handler runs.
+		ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
+		err := f.opts.Store.UseOnce(ctx, "mrtr:"+*head.RequestState, f.opts.StateTTL)
+		cancel()
+		switch {
+		case errors.Is(err, sessionstore.ErrUsed):
+			writeError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: this requestState was already used"))
+			return
+		case err != nil:
+			f.log.Error("frontend: recording a requestState", "err", err)
+			writeError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "store unavailable; retry"))
+			return
+		}
 	}
 	f.forward(w, r, &forwardSpec{era: protocol.EraModern, msg: msg, body: body, name: routingName(msg.Method, head), params: paramHeaders(r)})
 }
@@ -115,7 +132,7 @@ func checkModernHeaders(r *http.Request, msg *protocol.Message, head *protocol.P
 		}
 		return protocol.NewError(protocol.CodeHeaderMismatch, "header mismatch: the Mcp-Name header is required for %s", msg.Method)
 	}
-	v, err := DecodeHeaderValue(raw)
+	v, err := protocol.DecodeHeaderValue(raw)
 	if err != nil {
 		return protocol.NewError(protocol.CodeHeaderMismatch, "header mismatch: Mcp-Name: %v", err)
 	}
@@ -126,36 +143,18 @@ func checkModernHeaders(r *http.Request, msg *protocol.Message, head *protocol.P
 }
 
 // headerValue returns the header's value without surrounding whitespace;
-// ok is false when the header is absent.
+// ok is false when the header is absent. A header sent twice is given as
+// an invalid value, so it never matches.
 func headerValue(r *http.Request, name string) (string, bool) {
 	vs := r.Header.Values(name)
-	if len(vs) == 0 {
+	switch len(vs) {
+	case 0:
 		return "", false
+	case 1:
+		return strings.TrimSpace(vs[0]), true
 	}
-	return strings.TrimSpace(vs[0]), true
+	return "\x00(sent several times)", true
 }
-
-// DecodeHeaderValue decodes an Mcp-Name or Mcp-Param-* value: the
-// =?base64?<standard base64, padded>?= form is decoded strictly (bad
-// padding or characters are an error, and so is a result that is not
-// UTF-8); any other value is taken literally.
-func DecodeHeaderValue(v string) (string, error) {
-	const pre, suf = "=?base64?", "?="
-	if !strings.HasPrefix(v, pre) || !strings.HasSuffix(v, suf) || len(v) < len(pre)+len(suf) {
-		return v, nil
-	}
-	b, err := base64.StdEncoding.Strict().DecodeString(v[len(pre) : len(v)-len(suf)])
-	if err != nil {
-		return "", errors.New("invalid base64 value")
-	}
-	s := string(b)
-	if !utf8Valid(b) {
-		return "", errors.New("base64 value is not UTF-8")
-	}
-	return s, nil
-}
-
-func utf8Valid(b []byte) bool { return strings.ToValidUTF8(string(b), "\uFFFD") == string(b) }
 
 // paramHeaders collects the Mcp-Param-* headers (name lower-cased after the
 // prefix, value trimmed) for the worker, which checks them against the
@@ -187,22 +186,6 @@ func modernStatus(code int64) int {
 	return http.StatusOK
 }
 
-// responseErrorCode reads the error code of an error response we encoded
-// (protocol.AppendErrorResponse), without decoding the whole message.
-func responseErrorCode(resp []byte) (int64, bool) {
-	i := bytes.Index(resp, []byte(`"error":{"code":`))
-	if i < 0 {
-		return 0, false
-	}
-	rest := resp[i+len(`"error":{"code":`):]
-	j := bytes.IndexByte(rest, ',')
-	if j < 0 {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(string(rest[:j]), 10, 64)
-	return n, err == nil
-}
-
 // serveListen serves subscriptions/listen: an SSE stream whose first
 // message acknowledges the honoured filter, then the matching events
 // tagged with the subscription id, keepalive comments, and on graceful
@@ -212,6 +195,16 @@ func (f *Frontend) serveListen(w http.ResponseWriter, r *http.Request, msg *prot
 	if err := json.Unmarshal(msg.Params, &p); err != nil || p.Notifications == nil {
 		writeError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: params.notifications (a SubscriptionFilter) is required"))
 		return
+	}
+	if n := len(p.Notifications.ResourceSubscriptions); n > maxListenURIs {
+		writeError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: at most %d resourceSubscriptions per listen stream (got %d)", maxListenURIs, n))
+		return
+	}
+	for _, u := range p.Notifications.ResourceSubscriptions {
+		if len(u) > maxURILen {
+			writeError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: a resourceSubscriptions URI is longer than %d bytes", maxURILen))
+			return
+		}
 	}
 	ls, err := f.reg.OpenListen(clientKey(r), msg.ID, listen.Honoured(p.Notifications))
 	switch {
@@ -266,6 +259,12 @@ func (f *Frontend) serveListen(w http.ResponseWriter, r *http.Request, msg *prot
 		}
 	}
 }
+
+// Limits of one listen stream's filter.
+const (
+	maxListenURIs = 256
+	maxURILen     = 4096
+)
 
 // clientKey names the client of a listen stream for duplicate detection:
 // its connection (stateless HTTP has no other identity without auth).

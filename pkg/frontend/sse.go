@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"net/http"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -34,7 +36,16 @@ func startSSE(w http.ResponseWriter, timeout time.Duration, extra func(http.Head
 // event writes one event: an optional id, then data (one data: line per
 // line of data), and flushes.
 func (s *sseWriter) event(id string, data []byte) error {
-	b := s.buf[:0]
+	s.buf = appendEvent(s.buf[:0], id, data)
+	return s.write(s.buf)
+}
+
+// formatEvent returns the bytes of one SSE event.
+func formatEvent(id string, data []byte) []byte {
+	return appendEvent(make([]byte, 0, len(data)+len(id)+32), id, data)
+}
+
+func appendEvent(b []byte, id string, data []byte) []byte {
 	b = append(b, "event: message\n"...)
 	if id != "" {
 		b = append(b, "id: "...)
@@ -53,9 +64,7 @@ func (s *sseWriter) event(id string, data []byte) error {
 	}
 	b = append(b, "data: "...)
 	b = append(b, data...)
-	b = append(b, "\n\n"...)
-	s.buf = b
-	return s.write(b)
+	return append(b, "\n\n"...)
 }
 
 // comment writes an SSE comment line (keepalive).
@@ -90,3 +99,65 @@ func (s *sseWriter) priming(id string, retry time.Duration) error {
 }
 
 func strconvItoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// clientWriter writes a stream's events to the client from its own
+// goroutine, through a bounded queue: whoever produces the events never
+// waits for a slow client. The producer (one goroutine) calls send and
+// stop; the writer goroutine closes done when it exits (queue closed,
+// stop, or a failed write).
+type clientWriter struct {
+	sse        *sseWriter
+	q          chan []byte
+	done       chan struct{}
+	quit       chan struct{}
+	overflowed atomic.Bool
+	once       sync.Once
+}
+
+func newClientWriter(sse *sseWriter, buf int) *clientWriter {
+	c := &clientWriter{sse: sse, q: make(chan []byte, buf), done: make(chan struct{}), quit: make(chan struct{})}
+	go c.run()
+	return c
+}
+
+func (c *clientWriter) run() {
+	defer close(c.done)
+	for {
+		select {
+		case b, ok := <-c.q:
+			if !ok {
+				return
+			}
+			if err := c.sse.raw(b); err != nil {
+				return
+			}
+		case <-c.quit:
+			return
+		}
+	}
+}
+
+// send queues pre-formatted SSE bytes; false when the writer has stopped
+// or its queue is full (then it is stopped: the client is too slow).
+func (c *clientWriter) send(b []byte) bool {
+	select {
+	case <-c.done:
+		return false
+	default:
+	}
+	select {
+	case c.q <- b:
+		return true
+	default:
+		c.overflowed.Store(true)
+		c.once.Do(func() { close(c.quit) })
+		return false
+	}
+}
+
+// stop lets the writer finish what is queued (each write bounded by the
+// write timeout) and waits for it; after an overflow it stops at once.
+func (c *clientWriter) stop() {
+	close(c.q)
+	<-c.done
+}

@@ -1,6 +1,8 @@
 package frontend
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"strconv"
 	"sync/atomic"
 
@@ -26,8 +28,10 @@ type stream struct {
 // openStream registers a new stream; the caller must closeStream it.
 func (f *Frontend) openStream() *stream {
 	f.mu.Lock()
-	f.seq++
-	id := f.boot + strconv.FormatUint(f.seq, 36)
+	// Random, not sequential: a stream id appears in event ids clients see.
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	id := strconv.FormatUint(binary.LittleEndian.Uint64(b[:]), 36)
 	s := &stream{id: id, ch: make(chan frame, f.opts.StreamBuffer)}
 	f.streams[id] = s
 	f.mu.Unlock()

@@ -53,6 +53,8 @@ const (
 	ReasonDeleted  = "session deleted"
 	ReasonShutdown = "shutdown"
 	ReasonClosed   = "closed"
+	// ReasonSuperseded: a newer GET stream of the session opened.
+	ReasonSuperseded = "superseded"
 )
 
 // Session control messages (on Subjects.SessionControl).
@@ -62,6 +64,10 @@ const (
 	// CtlSubs announces that the session's subscriptions changed; holders
 	// reload them and reply.
 	CtlSubs = "subs"
+	// CtlGetOpened, followed by a stream tag, announces a new GET stream of
+	// the session: the older ones end, so a session has one GET stream and
+	// each message reaches exactly one stream.
+	CtlGetOpened = "getopened:"
 )
 
 // Registry feeds the streams of one frontend. Safe for concurrent use.

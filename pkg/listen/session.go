@@ -2,6 +2,7 @@ package listen
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
@@ -16,6 +17,10 @@ type session struct {
 	next    int // round robin among streams
 	subs    []*nats.Subscription
 	uris    map[string]struct{}
+	// ready is closed once the first stream has made the session's
+	// subscriptions; err (set before) says why they could not be made.
+	ready chan struct{}
+	err   error
 }
 
 // SessionStream is one legacy GET stream. C delivers frames (a kind byte,
@@ -26,6 +31,16 @@ type SessionStream struct {
 	// Session is the legacy session id.
 	Session string
 	reg     *Registry
+	tag     string // the transport's name for the stream; guarded by reg.mu
+}
+
+// SetTag names the stream for CtlGetOpened: when a message
+// CtlGetOpened+tag arrives, every stream of the session with another
+// (non-empty) tag ends with ReasonSuperseded.
+func (g *SessionStream) SetTag(tag string) {
+	g.reg.mu.Lock()
+	g.tag = tag
+	g.reg.mu.Unlock()
 }
 
 // deliver hands a frame to one live stream of the session (round robin).
@@ -53,12 +68,37 @@ func (r *Registry) OpenSession(ctx context.Context, sessionID string) (*SessionS
 	if s != nil {
 		s.streams = append(s.streams, g)
 		r.mu.Unlock()
+		// The first stream may still be subscribing: wait for it, so that
+		// nothing raised after this returns is lost.
+		select {
+		case <-s.ready:
+		case <-ctx.Done():
+			g.Close()
+			return nil, ctx.Err()
+		}
+		if s.err != nil {
+			g.Close()
+			return nil, s.err
+		}
 		return g, nil
 	}
-	s = &session{id: sessionID, streams: []*SessionStream{g}, uris: map[string]struct{}{}}
+	s = &session{id: sessionID, streams: []*SessionStream{g}, uris: map[string]struct{}{}, ready: make(chan struct{})}
 	r.sessions[sessionID] = s
 	r.mu.Unlock()
 
+	err := r.subscribeSession(ctx, s)
+	s.err = err
+	close(s.ready)
+	if err != nil {
+		g.Close()
+		return nil, err
+	}
+	return g, nil
+}
+
+// subscribeSession makes the subscriptions of a session's first stream.
+func (r *Registry) subscribeSession(ctx context.Context, s *session) error {
+	sessionID := s.id
 	subj := r.opts.Subjects
 	q, err := r.nc.QueueSubscribe(subj.Session(sessionID), bus.SessionQueue, func(m *nats.Msg) {
 		kind, payload := bus.ParseFrame(m.Data, "")
@@ -73,27 +113,20 @@ func (r *Registry) OpenSession(ctx context.Context, sessionID string) (*SessionS
 		}
 	})
 	if err != nil {
-		g.Close()
-		return nil, err
+		return err
 	}
 	ctl, err := r.nc.Subscribe(subj.SessionControl(sessionID), func(m *nats.Msg) { r.control(sessionID, m) })
 	if err != nil {
 		_ = q.Unsubscribe()
-		g.Close()
-		return nil, err
+		return err
 	}
 	r.mu.Lock()
 	s.subs = append(s.subs, q, ctl)
 	r.mu.Unlock()
 	if err := r.reload(ctx, sessionID); err != nil {
-		g.Close()
-		return nil, err
+		return err
 	}
-	if err := r.flush(); err != nil {
-		g.Close()
-		return nil, err
-	}
-	return g, nil
+	return r.flush()
 }
 
 // Close unregisters the stream; the session's last stream drops the
@@ -128,6 +161,18 @@ func (g *SessionStream) Close() {
 // control handles a session lifecycle message: deletion ends the streams;
 // CtlSubs reloads the subscriptions and replies once they are in place.
 func (r *Registry) control(sessionID string, m *nats.Msg) {
+	if tag, ok := strings.CutPrefix(string(m.Data), CtlGetOpened); ok {
+		r.mu.Lock()
+		if s := r.sessions[sessionID]; s != nil {
+			for _, g := range s.streams {
+				if g.tag != "" && g.tag != tag {
+					g.end(ReasonSuperseded)
+				}
+			}
+		}
+		r.mu.Unlock()
+		return
+	}
 	switch string(m.Data) {
 	case CtlDeleted:
 		r.mu.Lock()

@@ -59,7 +59,7 @@ func (s *Server) Handle(ctx context.Context, req *Request, params json.RawMessag
 		}
 	}
 	res, err = s.dispatch(ctx, req, params)
-	if ir, ok, ierr := s.finishMRTR(req, params); ok {
+	if ir, ok, ierr := s.finishMRTR(req, params, err); ok {
 		if ierr != nil {
 			return nil, s.toProtocolError(req, ierr)
 		}

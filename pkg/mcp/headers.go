@@ -1,12 +1,12 @@
 package mcp
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"regexp"
+	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 )
@@ -81,7 +81,7 @@ func checkParamHeaders(hs []headerArg, headers map[string]string, args json.RawM
 		case !inBody && inHeader:
 			return mismatch("the Mcp-Param-%s header is set but argument %q is not", h.header, h.prop)
 		}
-		v, err := decodeParamValue(hv)
+		v, err := protocol.DecodeHeaderValue(hv)
 		if err != nil {
 			return mismatch("Mcp-Param-%s: %v", h.header, err)
 		}
@@ -96,25 +96,6 @@ func mismatch(format string, args ...any) *protocol.Error {
 	return protocol.NewError(protocol.CodeHeaderMismatch, "header mismatch: "+format, args...)
 }
 
-// decodeParamValue decodes the =?base64?…?= form strictly; other values
-// are literal and must be visible ASCII or spaces.
-func decodeParamValue(v string) (string, error) {
-	const pre, suf = "=?base64?", "?="
-	if strings.HasPrefix(v, pre) && strings.HasSuffix(v, suf) && len(v) >= len(pre)+len(suf) {
-		b, err := base64.StdEncoding.Strict().DecodeString(v[len(pre) : len(v)-len(suf)])
-		if err != nil || !utf8.Valid(b) {
-			return "", fmt.Errorf("invalid base64 value")
-		}
-		return string(b), nil
-	}
-	for i := 0; i < len(v); i++ {
-		if v[i] < 0x20 || v[i] > 0x7e {
-			return "", fmt.Errorf("invalid character in the value (use the =?base64?…?= form)")
-		}
-	}
-	return v, nil
-}
-
 // sameValue compares a JSON argument with a header value: strings as is,
 // integers numerically, booleans as true/false.
 func sameValue(typ string, raw json.RawMessage, hv string) bool {
@@ -123,12 +104,25 @@ func sameValue(typ string, raw json.RawMessage, hv string) bool {
 		var s string
 		return json.Unmarshal(raw, &s) == nil && s == hv
 	case "integer":
-		a, ok1 := new(big.Rat).SetString(string(raw))
-		b, ok2 := new(big.Rat).SetString(hv)
-		return ok1 && ok2 && a.Cmp(b) == 0
+		// The header is the integer in plain decimal (no sign but "-", no
+		// leading zeros, no exponent), within ±(2^53-1); the body may
+		// spell it as any JSON number with that value.
+		if !decimalInt.MatchString(hv) {
+			return false
+		}
+		h, err := strconv.ParseInt(hv, 10, 64)
+		if err != nil || h > maxSafeInt || h < -maxSafeInt {
+			return false
+		}
+		a, ok := new(big.Rat).SetString(string(raw))
+		return ok && a.IsInt() && a.Num().IsInt64() && a.Num().Int64() == h
 	case "boolean":
 		var x bool
 		return json.Unmarshal(raw, &x) == nil && ((x && hv == "true") || (!x && hv == "false"))
 	}
 	return false
 }
+
+var decimalInt = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
+
+const maxSafeInt = 1<<53 - 1

@@ -2,6 +2,8 @@ package mcp
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,6 +36,7 @@ type mrtr struct {
 	pending map[string]*protocol.InputRequest // asked in this round
 	counts  map[string]int                    // auto key counters per method
 	retry   bool                              // the request carried inputResponses or requestState
+	stateID string                            // the id of the requestState this retry carried
 }
 
 // mrtrParams are the MRTR members of a retry's params.
@@ -50,6 +53,7 @@ func (s *Server) startMRTR(req *Request, params json.RawMessage) error {
 		return protocol.NewError(protocol.CodeInvalidParams, "invalid params: %v", err)
 	}
 	m := &mrtr{answers: map[string]json.RawMessage{}, pending: map[string]*protocol.InputRequest{}, counts: map[string]int{}}
+	var asked []string
 	if p.RequestState != nil {
 		digest, err := paramsDigest(params)
 		if err != nil {
@@ -61,8 +65,23 @@ func (s *Server) startMRTR(req *Request, params json.RawMessage) error {
 		}
 		maps.Copy(m.answers, st.Answers)
 		m.app = st.App
+		m.stateID = st.ID
+		asked = st.Asked
 	}
-	maps.Copy(m.answers, p.InputResponses)
+	// A retry with a requestState may only answer what its round asked:
+	// earlier answers (sealed) cannot be replaced and unasked keys are
+	// ignored. Without a state (a first round, or a server that sent
+	// none) the responses are taken as they come.
+	if p.RequestState == nil {
+		maps.Copy(m.answers, p.InputResponses)
+	}
+	for _, k := range asked {
+		if a, ok := p.InputResponses[k]; ok {
+			if _, sealed := m.answers[k]; !sealed {
+				m.answers[k] = a
+			}
+		}
+	}
 	m.retry = p.RequestState != nil || p.InputResponses != nil
 	req.mrtr = m
 	return nil
@@ -70,11 +89,14 @@ func (s *Server) startMRTR(req *Request, params json.RawMessage) error {
 
 // finishMRTR turns a round that asked for input into an
 // InputRequiredResult; ok is false when nothing is pending.
-func (s *Server) finishMRTR(req *Request, params json.RawMessage) (protocol.Result, bool, error) {
+func (s *Server) finishMRTR(req *Request, params json.RawMessage, herr error) (protocol.Result, bool, error) {
 	req.mrtrMu.Lock()
 	m := req.mrtr
 	defer req.mrtrMu.Unlock()
-	if m == nil || len(m.pending) == 0 {
+	// Only a round the handler ended by asking turns into input_required:
+	// a handler that treated an input as optional and answered, or failed
+	// otherwise, keeps its own outcome.
+	if m == nil || len(m.pending) == 0 || !errors.Is(herr, ErrInputRequired) {
 		return nil, false, nil
 	}
 	digest, err := paramsDigest(params)
@@ -86,8 +108,10 @@ func (s *Server) finishMRTR(req *Request, params json.RawMessage) (protocol.Resu
 		app = m.newApp
 	}
 	st := sealedState{
+		ID:     randomID(),
 		Method: req.Method, Digest: digest, Principal: req.Principal,
 		Expires: time.Now().Add(s.opts.StateTTL).UnixMilli(), Answers: m.answers, App: app,
+		Asked: slices.Sorted(maps.Keys(m.pending)),
 	}
 	plain, err := json.Marshal(&st)
 	if err != nil {
@@ -219,3 +243,9 @@ type capError struct {
 
 func (e *capError) Error() string   { return fmt.Sprintf("%v: %s", ErrCapability, e.name) }
 func (e *capError) Unwrap() []error { return []error{ErrCapability, e.pe} }
+
+func randomID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}

@@ -43,10 +43,13 @@ type ServerOptions struct {
 	// slog.Default().
 	Logger *slog.Logger
 	// StateKey seals the requestState of 2026-07-28 multi-round requests
-	// (AES-256-GCM, StateKeySize bytes). Every worker of a cluster must
-	// share it so a retry can land on any of them. Nil means a random key
-	// for this process (fine for one worker).
+	// (XChaCha20-Poly1305, StateKeySize bytes). Every worker of a cluster
+	// must share it so a retry can land on any of them. Nil means a random
+	// key for this process (fine for one worker).
 	StateKey []byte
+	// OldStateKeys still open states sealed before a key rotation (they
+	// never seal).
+	OldStateKeys [][]byte
 	// StateTTL is how long a requestState stays valid; zero means 10
 	// minutes.
 	StateTTL time.Duration
@@ -153,7 +156,7 @@ func NewServer(info protocol.Implementation, opts *ServerOptions) *Server {
 	if key == nil {
 		key = RandomStateKey()
 	}
-	sl, err := newSealer(key)
+	sl, err := newSealer(append([][]byte{key}, s.opts.OldStateKeys...)...)
 	if err != nil {
 		panic(err)
 	}

@@ -1,7 +1,7 @@
 package mcp
 
 import (
-	"crypto/aes"
+	"bytes"
 	"crypto/cipher"
 	"crypto/rand"
 	"crypto/sha256"
@@ -10,31 +10,46 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"golang.org/x/crypto/chacha20poly1305"
 )
 
-// StateKeySize is the length of a requestState sealing key (AES-256).
+// StateKeySize is the length of a requestState sealing key.
 const StateKeySize = 32
 
-// sealer seals MRTR requestState with AES-256-GCM: confidentiality and
-// integrity with one cluster-wide key, so a retry can be verified by any
-// worker. Safe for concurrent use.
+// sealer seals MRTR requestState with XChaCha20-Poly1305 (192-bit random
+// nonces, so one cluster-wide key may seal any number of states):
+// confidentiality and integrity, verifiable by any worker holding the key.
+// A state starts with the key's 4-byte id, so keys can be rotated: the
+// first key seals, all of them open. Safe for concurrent use.
 type sealer struct {
+	keys []sealKey // keys[0] seals
+}
+
+type sealKey struct {
+	id   [4]byte
 	aead cipher.AEAD
 }
 
-func newSealer(key []byte) (*sealer, error) {
-	if len(key) != StateKeySize {
-		return nil, fmt.Errorf("mcp: the requestState key must be %d bytes, got %d", StateKeySize, len(key))
+func newSealer(keys ...[]byte) (*sealer, error) {
+	s := &sealer{}
+	for _, key := range keys {
+		if len(key) != StateKeySize {
+			return nil, fmt.Errorf("mcp: a requestState key must be %d bytes, got %d", StateKeySize, len(key))
+		}
+		aead, err := chacha20poly1305.NewX(key)
+		if err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256(key)
+		k := sealKey{aead: aead}
+		copy(k.id[:], sum[:4])
+		s.keys = append(s.keys, k)
 	}
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, err
+	if len(s.keys) == 0 {
+		return nil, errors.New("mcp: no requestState key")
 	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, err
-	}
-	return &sealer{aead: aead}, nil
+	return s, nil
 }
 
 // RandomStateKey returns a fresh key for ServerOptions.StateKey.
@@ -44,37 +59,57 @@ func RandomStateKey() []byte {
 	return k
 }
 
+var stateAD = []byte("mcpfleet-requestState-v2")
+
 func (s *sealer) seal(plain []byte) string {
-	nonce := make([]byte, s.aead.NonceSize(), s.aead.NonceSize()+len(plain)+s.aead.Overhead())
-	_, _ = rand.Read(nonce)
-	return base64.RawURLEncoding.EncodeToString(s.aead.Seal(nonce, nonce, plain, []byte("mcpfleet-requestState-v1")))
+	k := s.keys[0]
+	n := k.aead.NonceSize()
+	out := make([]byte, 4+n, 4+n+len(plain)+k.aead.Overhead())
+	copy(out, k.id[:])
+	_, _ = rand.Read(out[4 : 4+n])
+	out = k.aead.Seal(out, out[4:4+n], plain, stateAD)
+	return base64.RawURLEncoding.EncodeToString(out)
 }
 
 var errBadState = errors.New("invalid requestState")
 
 func (s *sealer) open(token string) ([]byte, error) {
 	raw, err := base64.RawURLEncoding.DecodeString(token)
-	if err != nil || len(raw) < s.aead.NonceSize()+s.aead.Overhead() {
+	if err != nil || len(raw) < 4 {
 		return nil, errBadState
 	}
-	n := s.aead.NonceSize()
-	plain, err := s.aead.Open(nil, raw[:n], raw[n:], []byte("mcpfleet-requestState-v1"))
-	if err != nil {
-		return nil, errBadState
+	for _, k := range s.keys {
+		if [4]byte(raw[:4]) != k.id {
+			continue
+		}
+		n := k.aead.NonceSize()
+		if len(raw) < 4+n+k.aead.Overhead() {
+			return nil, errBadState
+		}
+		plain, err := k.aead.Open(nil, raw[4:4+n], raw[4+n:], stateAD)
+		if err != nil {
+			return nil, errBadState
+		}
+		return plain, nil
 	}
-	return plain, nil
+	return nil, errBadState
 }
 
 // sealedState is what requestState carries: the binding (method, params
 // digest, principal, expiry), the answers of earlier rounds, and the
 // handler's own state.
 type sealedState struct {
+	// ID makes every state unique, for single-use enforcement.
+	ID        string                     `json:"i"`
 	Method    string                     `json:"m"`
 	Digest    string                     `json:"d"`
 	Principal string                     `json:"p,omitempty"`
 	Expires   int64                      `json:"x"`
 	Answers   map[string]json.RawMessage `json:"a,omitempty"`
-	App       []byte                     `json:"s,omitempty"`
+	// Asked are the keys this state's round asked for: the only answers
+	// the retry may add.
+	Asked []string `json:"q,omitempty"`
+	App   []byte   `json:"s,omitempty"`
 }
 
 // paramsDigest hashes the request's params without the members that change
@@ -83,7 +118,9 @@ type sealedState struct {
 // the client's serialization.
 func paramsDigest(params json.RawMessage) (string, error) {
 	var m map[string]any
-	if err := json.Unmarshal(params, &m); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(params))
+	dec.UseNumber() // numbers keep their exact text: 2^53+1 is not 2^53
+	if err := dec.Decode(&m); err != nil {
 		return "", err
 	}
 	delete(m, "_meta")
@@ -94,7 +131,7 @@ func paramsDigest(params json.RawMessage) (string, error) {
 		return "", err
 	}
 	sum := sha256.Sum256(canon)
-	return base64.RawURLEncoding.EncodeToString(sum[:16]), nil
+	return base64.RawURLEncoding.EncodeToString(sum[:]), nil
 }
 
 // openState verifies a requestState for this request.

@@ -44,4 +44,6 @@ type ParamsHead struct {
 	URI *string `json:"uri,omitempty"`
 	// RequestID is notifications/cancelled's requestId.
 	RequestID json.RawMessage `json:"requestId,omitempty"`
+	// RequestState is an MRTR retry's requestState.
+	RequestState *string `json:"requestState,omitempty"`
 }

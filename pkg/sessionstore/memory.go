@@ -32,6 +32,8 @@ type Memory struct {
 	// the past is dead: it is never returned, and whoever finds it removes
 	// it.
 	sessions map[string]*memSession
+
+	once onceKeys // UseOnce's registry, with its own lock
 }
 
 var (

@@ -24,6 +24,8 @@ var (
 	ErrNotFound = errors.New("sessionstore: session not found")
 	// ErrExists means Create was given an id that is already in use.
 	ErrExists = errors.New("sessionstore: session already exists")
+	// ErrUsed means UseOnce was already called with the key.
+	ErrUsed = errors.New("sessionstore: already used")
 	// ErrEventsPurged means the events after the given index are no longer
 	// all in the log (the log was trimmed or expired): the caller must not
 	// replay a partial history.
@@ -192,6 +194,12 @@ type Store interface {
 	// alive by other calls; EventsAfter then reports ErrEventsPurged to
 	// anyone who has not seen its newest event, never a silent gap.
 	EventsAfter(ctx context.Context, id, stream string, after uint64) ([]Event, error)
+
+	// UseOnce records that key (an opaque string, e.g. the hash of an MRTR
+	// requestState) has been used, for ttl. It fails with ErrUsed when the
+	// key was already used and has not expired: single-use enforcement
+	// shared by every frontend. It is not tied to any session.
+	UseOnce(ctx context.Context, key string, ttl time.Duration) error
 
 	// Close releases the store's resources (background goroutines,
 	// connections it owns), waiting for them at most until ctx is done. It

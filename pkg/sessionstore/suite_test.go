@@ -58,6 +58,7 @@ func runStoreSuite(t *testing.T, newStore func(t *testing.T, opts Options) Store
 		{"ClaimExpires", testClaimExpires},
 		{"DeleteReleasesClaims", testDeleteReleasesClaims},
 		{"ConcurrentBegin", testConcurrentBegin},
+		{"UseOnce", testUseOnce},
 		{"OddRequestIDs", testOddRequestIDs},
 		{"BeginInvalidTTL", testBeginInvalidTTL},
 		{"CanceledContext", testCanceledContext},
@@ -972,5 +973,32 @@ func testCloseIdempotent(t *testing.T, newStore storeFactory) {
 		if err := st.Close(t.Context()); err != nil {
 			t.Errorf("Close #%d: %v", i+1, err)
 		}
+	}
+}
+
+func testUseOnce(t *testing.T, newStore func(t *testing.T, opts Options) Store) {
+	s := newStore(t, Options{})
+	ctx := context.Background()
+	if err := s.UseOnce(ctx, "state-a", time.Minute); err != nil {
+		t.Fatalf("first use: %v", err)
+	}
+	if err := s.UseOnce(ctx, "state-a", time.Minute); !errors.Is(err, ErrUsed) {
+		t.Fatalf("second use: %v, want ErrUsed", err)
+	}
+	if err := s.UseOnce(ctx, "state-b", time.Minute); err != nil {
+		t.Fatalf("another key: %v", err)
+	}
+	if err := s.UseOnce(ctx, "short", 50*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for s.UseOnce(ctx, "short", 50*time.Millisecond) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("a used key never expired")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := s.UseOnce(ctx, "x", 0); err == nil {
+		t.Fatal("a zero ttl was accepted")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
@@ -48,7 +49,23 @@ func (w *Worker) call(ctx context.Context, f *inflight, method string, params an
 		return nil, context.Cause(ctx)
 	}
 	f.pending[key] = struct{}{}
-	err = w.nc.Publish(f.reply, bus.AppendFrame(nil, bus.FrameServerRequest, protocol.AppendRequest(nil, id, method, raw)))
+	frame := bus.AppendFrame(nil, bus.FrameServerRequest, protocol.AppendRequest(nil, id, method, raw))
+	if f.sessionLevel {
+		// On the session's GET stream subject: ask NATS to say at once
+		// when no GET stream is open.
+		seq := w.seq.Add(1)
+		w.mu.Lock()
+		w.noResp[seq] = key
+		w.mu.Unlock()
+		defer func() {
+			w.mu.Lock()
+			delete(w.noResp, seq)
+			w.mu.Unlock()
+		}()
+		err = w.nc.PublishMsg(&nats.Msg{Subject: f.reply, Reply: w.subj.WorkerNoResponders(w.opts.ID, seq), Data: frame})
+	} else {
+		err = w.nc.Publish(f.reply, frame)
+	}
 	f.mu.Unlock()
 	defer func() {
 		f.mu.Lock()
@@ -106,5 +123,29 @@ func (w *Worker) onAnswer(m *nats.Msg) {
 	select {
 	case c.answer <- msg:
 	default: // a duplicate answer; the first one won
+	}
+}
+
+// onNoResponders fails a session-level server-to-client request at once
+// when NATS reports that no GET stream of the session is open.
+func (w *Worker) onNoResponders(m *nats.Msg) {
+	if m.Header == nil || m.Header.Get("Status") != "503" {
+		return
+	}
+	seq, err := strconv.ParseUint(bus.StreamID(m.Subject), 10, 64)
+	if err != nil {
+		return
+	}
+	w.mu.Lock()
+	key, ok := w.noResp[seq]
+	c := w.calls[key]
+	w.mu.Unlock()
+	if !ok || c == nil {
+		return
+	}
+	e := protocol.NewError(protocol.CodeInternalError, "no stream of the session is open to carry the request; the client must open its GET stream")
+	select {
+	case c.answer <- &protocol.Message{ID: protocol.StringID(key), Error: e}:
+	default:
 	}
 }

@@ -27,6 +27,8 @@ type inflight struct {
 	mu      sync.Mutex
 	done    bool
 	pending map[string]struct{} // ids of this request's open server-to-client requests
+
+	sessionLevel bool // reply is the session's GET stream subject, not a request's stream
 }
 
 // publish sends a frame unless the request is done. final marks the
@@ -131,6 +133,14 @@ func (w *Worker) onRequest(m *nats.Msg) {
 		cancel(nil)
 		cancelDeadline()
 		e := protocol.NewError(protocol.CodeInternalError, "worker is shutting down; retry")
+		_ = w.nc.Publish(m.Reply, bus.AppendFrame(nil, bus.FrameResponse, protocol.AppendErrorResponse(nil, msg.ID, e)))
+		return
+	}
+	if w.opts.MaxInFlight > 0 && len(w.inflight) >= w.opts.MaxInFlight {
+		w.mu.Unlock()
+		cancel(nil)
+		cancelDeadline()
+		e := protocol.NewError(protocol.CodeInternalError, "worker busy (%d requests in flight); retry", w.opts.MaxInFlight)
 		_ = w.nc.Publish(m.Reply, bus.AppendFrame(nil, bus.FrameResponse, protocol.AppendErrorResponse(nil, msg.ID, e)))
 		return
 	}
@@ -296,7 +306,7 @@ func (o *outbound) CloseStream(ctx context.Context, retryAfter time.Duration) er
 func (w *Worker) sessionOutbound(session string) *outbound {
 	return &outbound{f: &inflight{
 		w: w, reply: w.subj.Session(session), session: session,
-		cancel: func(error) {}, pending: map[string]struct{}{},
+		cancel: func(error) {}, pending: map[string]struct{}{}, sessionLevel: true,
 	}}
 }
 

@@ -43,6 +43,10 @@ type Options struct {
 	HeartbeatInterval time.Duration
 	// Metrics receives the worker's Prometheus metrics; nil records none.
 	Metrics *Metrics
+	// MaxInFlight caps the requests this worker runs at once; beyond it a
+	// request is answered at once with a "busy, retry" error. Zero means
+	// 4096, negative means no cap.
+	MaxInFlight int
 }
 
 // Worker serves requests from the bus with one mcp.Server.
@@ -59,6 +63,7 @@ type Worker struct {
 	mu       sync.Mutex
 	inflight map[string]*inflight // cancel key -> request
 	calls    map[string]*call     // server-to-client request id -> waiter
+	noResp   map[uint64]string    // no-responders reply seq -> server-to-client request id
 	draining bool                 // Shutdown started: queued requests are still served
 	closed   bool                 // no more requests are taken
 
@@ -70,7 +75,7 @@ func New(nc *nats.Conn, srv *mcp.Server, opts *Options) (*Worker, error) {
 	if nc == nil || srv == nil {
 		return nil, errors.New("worker: New needs a NATS connection and a server")
 	}
-	w := &Worker{nc: nc, srv: srv, inflight: map[string]*inflight{}, calls: map[string]*call{}}
+	w := &Worker{nc: nc, srv: srv, inflight: map[string]*inflight{}, calls: map[string]*call{}, noResp: map[uint64]string{}}
 	if opts != nil {
 		w.opts = *opts
 	}
@@ -81,6 +86,9 @@ func New(nc *nats.Conn, srv *mcp.Server, opts *Options) (*Worker, error) {
 	}
 	if w.opts.DefaultTimeout <= 0 {
 		w.opts.DefaultTimeout = 10 * time.Minute
+	}
+	if w.opts.MaxInFlight == 0 {
+		w.opts.MaxInFlight = 4096
 	}
 	if w.opts.CallTimeout <= 0 {
 		w.opts.CallTimeout = 5 * time.Minute
@@ -119,10 +127,17 @@ func (w *Worker) Start(ctx context.Context) error {
 		_ = cancelSub.Unsubscribe()
 		return fmt.Errorf("worker: subscribing to its inbox: %w", err)
 	}
-	for _, s := range []*nats.Subscription{reqSub, cancelSub, inboxSub} {
+	nrSub, err := w.nc.Subscribe(w.subj.WorkerNoRespondersAll(w.opts.ID), w.onNoResponders)
+	if err != nil {
+		_ = reqSub.Unsubscribe()
+		_ = cancelSub.Unsubscribe()
+		_ = inboxSub.Unsubscribe()
+		return fmt.Errorf("worker: subscribing to its no-responders subject: %w", err)
+	}
+	for _, s := range []*nats.Subscription{reqSub, cancelSub, inboxSub, nrSub} {
 		_ = s.SetPendingLimits(-1, 64<<20)
 	}
-	w.subs = []*nats.Subscription{reqSub, cancelSub, inboxSub}
+	w.subs = []*nats.Subscription{reqSub, cancelSub, inboxSub, nrSub}
 	if err := w.nc.FlushTimeout(5 * time.Second); err != nil {
 		return fmt.Errorf("worker: flushing subscriptions: %w", err)
 	}
