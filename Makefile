@@ -4,7 +4,7 @@ SHELL := /bin/bash
 GOBIN := $(shell go env GOPATH)/bin
 export PATH := $(GOBIN):$(PATH)
 
-.PHONY: run test deps vet gotest conformance build fmt lint
+.PHONY: run test deps vet gotest conformance conformance-cluster cluster build fmt lint
 
 run:
 	go run ./cmd/mcpfleet serve --listen 127.0.0.1:8080
@@ -26,7 +26,16 @@ gotest:
 conformance:
 	./scripts/conformance.sh 2025-11-25 2026-07-28
 
-test: deps vet gotest conformance
+# The same suite through nginx against 2 frontends, 2 workers, nats-server
+# and redis-server.
+conformance-cluster:
+	./scripts/conformance-cluster.sh 2025-11-25 2026-07-28
+
+# The cluster on this machine, without docker; Ctrl-C stops it.
+cluster:
+	./scripts/cluster.sh
+
+test: deps vet gotest conformance conformance-cluster
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs, where missing, what `make test` needs:
-#   redis-server            (Debian package, apt-get)
+#   redis-server, nginx     (Debian packages, apt-get)
 #   nats-server v2.15.2     (go install, into $(go env GOPATH)/bin)
 #   Node 22, the MCP conformance suite and the real MCP clients the client
 #   tests drive, from the committed lockfiles in tools/, into the
@@ -14,6 +14,7 @@ if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then SUDO="sudo -n";
 
 missing=()
 command -v redis-server >/dev/null 2>&1 || [ -x /usr/bin/redis-server ] || missing+=(redis-server)
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx-light)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "deps: installing ${missing[*]} with apt-get"
   $SUDO apt-get update -qq
