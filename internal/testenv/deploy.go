@@ -24,6 +24,7 @@ import (
 type Cluster struct {
 	NATS      *Proc
 	NATSURL   string
+	Redis     *Proc // set when ClusterOptions.Persistent
 	RedisURL  string
 	Frontends []*Proc
 	URLs      []string
@@ -38,6 +39,9 @@ type ClusterOptions struct {
 	NoFixture    bool
 	FrontendArgs []string
 	WorkerArgs   []string
+	// Persistent runs a redis-server with append-only persistence that the
+	// test can restart (Cluster.Redis); otherwise a throwaway one.
+	Persistent bool
 }
 
 // StartCluster starts a real multi-process cluster.
@@ -51,7 +55,11 @@ func StartCluster(tb testing.TB, opts ClusterOptions) *Cluster {
 	}
 	c := &Cluster{}
 	c.NATS, c.NATSURL = StartNATSServer(tb)
-	c.RedisURL = testutil.StartRedis(tb)
+	if opts.Persistent {
+		c.Redis, c.RedisURL = StartRedisServer(tb)
+	} else {
+		c.RedisURL = testutil.StartRedis(tb)
+	}
 	wargs := opts.WorkerArgs
 	if !opts.NoFixture {
 		wargs = append([]string{"--fixture", "conformance"}, wargs...)

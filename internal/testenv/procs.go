@@ -19,11 +19,12 @@ import (
 
 // Proc is a child process started by a test. It is killed at cleanup.
 type Proc struct {
-	Name string
-	cmd  *exec.Cmd
-	mu   sync.Mutex
-	log  strings.Builder
-	done chan struct{}
+	Name    string
+	cmd     *exec.Cmd
+	restart func(tb testing.TB) *Proc
+	mu      sync.Mutex
+	log     strings.Builder
+	done    chan struct{}
 }
 
 // Log returns what the process wrote so far (stdout and stderr).
@@ -165,10 +166,48 @@ func StartNATSServer(tb testing.TB) (*Proc, string) {
 	if err := os.WriteFile(conf, []byte(fmt.Sprintf("listen: 127.0.0.1:%d\nmax_payload: 8MB\n", port)), 0o600); err != nil {
 		tb.Fatal(err)
 	}
+	return startNATSConf(tb, bin, conf, port)
+}
+
+func startNATSConf(tb testing.TB, bin, conf string, port int) (*Proc, string) {
+	tb.Helper()
 	p := Start(tb, "nats-server", bin, "-c", conf)
+	p.restart = func(tb testing.TB) *Proc { q, _ := startNATSConf(tb, bin, conf, port); return q }
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	WaitTCP(tb, addr, 10*time.Second)
 	return p, "nats://" + addr
+}
+
+// Restart starts the server again with the same configuration (same port,
+// same data) after it was stopped or killed, and returns the new process.
+func (p *Proc) Restart(tb testing.TB) *Proc {
+	tb.Helper()
+	if p.restart == nil {
+		tb.Fatalf("testenv: %s cannot be restarted", p.Name)
+	}
+	if !p.Exited() {
+		p.Stop(5 * time.Second)
+	}
+	return p.restart(tb)
+}
+
+// StartRedisServer runs a real redis-server on a free port with append-only
+// persistence in a temporary directory (so data survives Restart) and
+// returns its process and URL.
+func StartRedisServer(tb testing.TB) (*Proc, string) {
+	tb.Helper()
+	bin := FindBinary(tb, "redis-server", "apt-get install redis-server")
+	return startRedisDir(tb, bin, tb.TempDir(), FreePort(tb))
+}
+
+func startRedisDir(tb testing.TB, bin, dir string, port int) (*Proc, string) {
+	tb.Helper()
+	p := Start(tb, "redis-server", bin, "--bind", "127.0.0.1", "--port", fmt.Sprint(port), "--dir", dir,
+		"--appendonly", "yes", "--appendfsync", "always", "--save", "")
+	p.restart = func(tb testing.TB) *Proc { q, _ := startRedisDir(tb, bin, dir, port); return q }
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	WaitTCP(tb, addr, 10*time.Second)
+	return p, "redis://" + addr + "/0"
 }
 
 var servingRE = regexp.MustCompile(`msg="mcpfleet serving" url=(\S+)`)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
@@ -120,6 +121,10 @@ func (f *Frontend) getStream(w http.ResponseWriter, r *http.Request, sess *sessi
 				id = formatEventID(streamID, idx)
 			}
 			if err := sse.event(id, payload); err != nil {
+				if slowWrite(err) || g.Reason() == listen.ReasonSlow {
+					f.log.Warn("frontend: closing a slow GET stream")
+					f.metrics.droppedStream("get")
+				}
 				return
 			}
 		case <-keepalive:
@@ -438,3 +443,7 @@ func (f *Frontend) frontendAlive(ctx context.Context, fe string) bool {
 	_, err := f.nc.RequestWithContext(ctx, f.subj.FrontendControl(fe), nil)
 	return !errors.Is(err, nats.ErrNoResponders)
 }
+
+// slowWrite reports whether a write to a client failed because the client
+// did not read in time (the write deadline passed).
+func slowWrite(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }

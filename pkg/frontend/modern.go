@@ -235,6 +235,9 @@ func (f *Frontend) serveListen(w http.ResponseWriter, r *http.Request, msg *prot
 		select {
 		case m := <-ls.C():
 			if err := sse.event("", m); err != nil {
+				if slowWrite(err) || ls.Reason() == listen.ReasonSlow {
+					f.metrics.droppedStream("listen")
+				}
 				return
 			}
 		case <-keepalive:

@@ -1,0 +1,293 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/testenv"
+	"github.com/nats-io/nats.go"
+)
+
+// The fault tests run a cluster of separate processes (2 frontends, 2
+// workers, nats-server, a persistent redis-server) and break parts of it.
+
+// TestWorkerKilled kills the worker running a request: the client gets a
+// JSON-RPC error within a few seconds, a request on the other worker is
+// unaffected, and new requests go to the surviving worker at once.
+func TestWorkerKilled(t *testing.T) {
+	c := testenv.StartCluster(t, testenv.ClusterOptions{Frontends: 2, Workers: 2})
+	cl := testenv.NewClient(t, c.URLs...)
+	cl.Initialize(nil)
+	// Two sleeps: each worker takes one, most of the time; find them.
+	s1 := cl.PostStream(testenv.Request(1, "tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 8000}, "_meta": map[string]any{"progressToken": 1}}), nil)
+	s1.NextMessage(t, 10*time.Second)
+	victim := -1
+	re := regexp.MustCompile(`"msg":"sleep started","request":"1"|msg="sleep started" request=1 `)
+	for deadline := time.Now().Add(5 * time.Second); victim < 0; {
+		for i, w := range c.Workers {
+			if re.MatchString(w.Log()) {
+				victim = i
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no worker logged the sleep")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	other := tryOtherWorker(t, cl, c, victim)
+	killed := time.Now()
+	c.Workers[victim].Kill()
+	msgs, _, ended := s1.Rest(15 * time.Second)
+	lost := time.Since(killed)
+	if !ended {
+		t.Fatal("the stream of the killed worker's request did not end")
+	}
+	resp := responseOf(msgs)
+	if resp == nil || resp.Error == nil || !strings.Contains(resp.Error.Message, "stopped responding") {
+		t.Fatalf("after the kill: %+v", msgs)
+	}
+	t.Logf("the client got the error %s after the worker's SIGKILL", lost.Round(time.Millisecond))
+	if lost > 8*time.Second {
+		t.Errorf("the error took %s", lost)
+	}
+	// The request on the other worker finishes normally.
+	if other != nil {
+		if resp := responseOf(expectEnd(t, other)); resp == nil || !strings.Contains(string(resp.Result), "slept") {
+			t.Fatalf("the other worker's request: %+v", resp)
+		}
+	}
+	// New requests work at once.
+	start := time.Now()
+	for i := 0; i < 6; i++ {
+		cl.Call(100+i, "tools/call", callParams("echo", map[string]any{"text": "after"}))
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("6 calls after the kill took %s", d)
+	}
+}
+
+// tryOtherWorker starts sleeps until one runs on a worker other than
+// victim, and returns its stream (nil if none landed there).
+func tryOtherWorker(t *testing.T, cl *testenv.Client, c *testenv.Cluster, victim int) *testenv.Stream {
+	for i := 0; i < 8; i++ {
+		id := 10 + i
+		s := cl.PostStream(testenv.Request(id, "tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 1500}, "_meta": map[string]any{"progressToken": id}}), nil)
+		s.NextMessage(t, 10*time.Second)
+		re := regexp.MustCompile(fmt.Sprintf(`"msg":"sleep started","request":"%d"|msg="sleep started" request=%d `, id, id))
+		for j, w := range c.Workers {
+			if j != victim && re.MatchString(w.Log()) {
+				return s
+			}
+		}
+		s.Close()
+	}
+	return nil
+}
+
+// TestFrontendKilled: a modern listen client reconnects to the other
+// frontend and gets its acknowledgement; legacy resumption is covered by
+// TestResumeAfterFrontendKilled.
+func TestFrontendKilled(t *testing.T) {
+	c := testenv.StartCluster(t, testenv.ClusterOptions{Frontends: 2})
+	mc := testenv.NewModernClient(t, c.URLs...)
+	s, _ := openListen(t, mc, "l1", map[string]any{"toolsListChanged": true})
+	c.Frontends[0].Kill()
+	if _, _, ended := s.Rest(5 * time.Second); !ended {
+		t.Fatal("the listen stream outlived its frontend")
+	}
+	mc2 := testenv.NewModernClient(t, c.URLs[1])
+	s2, _ := openListen(t, mc2, "l1", map[string]any{"toolsListChanged": true})
+	modern(t, mc2, 1, "tools/call", map[string]any{"name": "test_trigger_tool_change"}, nil, nil)
+	if _, m := s2.NextMessage(t, 10*time.Second); m.Method != "notifications/tools/list_changed" {
+		t.Fatalf("got %s", m.Method)
+	}
+}
+
+// TestRedisRestart: while redis-server is down, requests that need it fail
+// fast with a clear error; afterwards the same session works again
+// (persisted by Redis) without restarting anything.
+func TestRedisRestart(t *testing.T) {
+	c := testenv.StartCluster(t, testenv.ClusterOptions{Frontends: 2, Persistent: true})
+	cl := testenv.NewClient(t, c.URLs...)
+	cl.Initialize(nil)
+	cl.Call(1, "tools/call", callParams("echo", map[string]any{"text": "before"}))
+	c.Redis.Stop(5 * time.Second)
+	down := time.Now()
+	failed := 0
+	for i := 0; i < 4; i++ {
+		start := time.Now()
+		r := cl.Post(testenv.Request(10+i, "tools/call", callParams("echo", map[string]any{"text": "down"})), nil)
+		if d := time.Since(start); d > 6*time.Second {
+			t.Fatalf("a request during the outage took %s", d)
+		}
+		if r.Status != 503 || r.ErrorCode() != -32603 {
+			t.Fatalf("during the outage: got %s, want 503 with a JSON-RPC error", r)
+		}
+		failed++
+	}
+	c.Redis = c.Redis.Restart(t)
+	var back time.Duration
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		r := cl.Post(testenv.Request(20, "tools/call", callParams("echo", map[string]any{"text": "after"})), nil)
+		if r.Status == 200 && r.ErrorCode() == 0 {
+			back = time.Since(down)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the session did not work again after the restart: %s", r)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("redis restart: %d requests failed fast during the outage; service back %s after the stop", failed, back.Round(time.Millisecond))
+	for i := 0; i < 2; i++ {
+		cl.Call(30+i, "ping", nil) // on both frontends
+	}
+}
+
+// TestNATSRestart: while nats-server is down, requests fail fast; the
+// processes reconnect by themselves and service resumes.
+func TestNATSRestart(t *testing.T) {
+	c := testenv.StartCluster(t, testenv.ClusterOptions{Frontends: 2, Workers: 1})
+	cl := testenv.NewClient(t, c.URLs...)
+	cl.Initialize(nil)
+	mc := testenv.NewModernClient(t, c.URLs...)
+	c.NATS.Kill()
+	down := time.Now()
+	failed := 0
+	for i := 0; i < 4; i++ {
+		start := time.Now()
+		r := cl.Post(testenv.Request(10+i, "tools/call", callParams("echo", map[string]any{"text": "down"})), nil)
+		if d := time.Since(start); d > 6*time.Second {
+			t.Fatalf("a request during the outage took %s", d)
+		}
+		if r.ErrorCode() == 0 {
+			t.Fatalf("a request succeeded without NATS: %s", r)
+		}
+		failed++
+		if r := modern(t, mc, 20+i, "tools/list", nil, nil, nil); r.ErrorCode() == 0 {
+			t.Fatalf("a modern request succeeded without NATS: %s", r)
+		}
+		failed++
+	}
+	c.NATS = c.NATS.Restart(t)
+	var back time.Duration
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		r := cl.Post(testenv.Request(30, "tools/call", callParams("echo", map[string]any{"text": "after"})), nil)
+		r2 := cl.Post(testenv.Request(31, "tools/call", callParams("echo", map[string]any{"text": "after"})), nil)
+		if r.ErrorCode() == 0 && r.Status == 200 && r2.ErrorCode() == 0 && r2.Status == 200 {
+			back = time.Since(down)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("service did not resume after the NATS restart: %s / %s", r, r2)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("nats restart: %d requests failed fast during the outage; service back %s after the kill", failed, back.Round(time.Millisecond))
+	// Events flow again too.
+	s, _ := openListen(t, mc, "after", map[string]any{"toolsListChanged": true})
+	modern(t, mc, 40, "tools/call", map[string]any{"name": "test_trigger_tool_change"}, nil, nil)
+	if _, m := s.NextMessage(t, 10*time.Second); m.Method != "notifications/tools/list_changed" {
+		t.Fatalf("got %s", m.Method)
+	}
+}
+
+// TestStalledReader: a client that stops reading its GET stream never
+// delays other streams; its stream is closed when its bounded buffer
+// overflows, and the metric counts it.
+func TestStalledReader(t *testing.T) {
+	c := testenv.StartCluster(t, testenv.ClusterOptions{Frontends: 1})
+	stalled := testenv.NewClient(t, c.URLs[0])
+	stalled.Initialize(nil)
+	const uri = "test://flood"
+	stalled.Call(1, "resources/subscribe", map[string]any{"uri": uri})
+	reader := testenv.NewClient(t, c.URLs[0])
+	reader.Initialize(nil)
+	reader.Call(2, "resources/subscribe", map[string]any{"uri": uri})
+	g := reader.OpenGet(nil)
+
+	// The stalled client opens its GET stream on a connection with a tiny
+	// receive buffer and never reads from it.
+	host := strings.TrimSuffix(strings.TrimPrefix(c.URLs[0], "http://"), "/mcp")
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 2048) })
+	}}
+	conn, err := d.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /mcp HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\nMcp-Session-Id: %s\r\n\r\n", host, stalled.SessionID)
+	time.Sleep(300 * time.Millisecond) // the stream is registered
+
+	nc, err := nats.Connect(c.NATSURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	note, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": map[string]any{"uri": uri, "pad": strings.Repeat("x", 1000)}})
+	got := 0
+	deadline := time.Now().Add(60 * time.Second)
+	const burst = 100 // each round a burst the reading client takes in stride
+	for round := 0; ; round++ {
+		for i := 0; i < burst; i++ {
+			_ = nc.Publish("mcp.evt.res."+tokenForTest(uri), note)
+		}
+		_ = nc.Flush()
+		// The reading client keeps getting its events promptly.
+		for got < (round+1)*burst {
+			select {
+			case ev, ok := <-g.Events:
+				if !ok {
+					t.Fatal("the reading client's stream closed")
+				}
+				if ev.Data != "" {
+					got++
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("the reading client stalled at %d events", got)
+			}
+		}
+		if droppedGet(t, c.URLs[0]) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stalled stream was never closed")
+		}
+	}
+	// The stalled connection is closed by the server.
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.Copy(io.Discard, conn); err != nil {
+		t.Fatalf("the stalled connection was not closed: %v", err)
+	}
+}
+
+func tokenForTest(uri string) string {
+	// test://flood escapes like bus.Token: ':' and '/' are kept.
+	return strings.NewReplacer(".", "~2E").Replace(uri)
+}
+
+func droppedGet(t *testing.T, url string) float64 {
+	t.Helper()
+	resp, err := http.Get(strings.TrimSuffix(url, "/mcp") + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	m := regexp.MustCompile(`mcpfleet_frontend_dropped_streams_total\{kind="get"\} (\d+)`).FindSubmatch(b)
+	if m == nil {
+		return 0
+	}
+	var n float64
+	fmt.Sscan(string(m[1]), &n)
+	return n
+}
