@@ -151,7 +151,7 @@ func RunWorker(ctx context.Context, c *Config) error {
 		return err
 	}
 	reg := newRegistry()
-	w, err := worker.New(nc, srv, &worker.Options{ID: c.ID, Logger: log, Metrics: worker.NewMetrics(reg)})
+	w, err := worker.New(nc, srv, &worker.Options{ID: c.ID, Logger: log, Metrics: worker.NewMetrics(reg), Filter: c.Filter()})
 	if err != nil {
 		return err
 	}

@@ -4,8 +4,10 @@ package app
 
 import (
 	"errors"
+
 	"flag"
 	"fmt"
+	"github.com/mcpfleet/mcpfleet/pkg/mcp"
 	"log/slog"
 	"net"
 	"os"
@@ -33,8 +35,11 @@ type Config struct {
 	LogLevel        string
 	LogFormat       string // text or json
 	DrainTimeout    time.Duration
-	StateKey        string // base64 of the requestState sealing key
-	HTTPListen      string // worker: address of /healthz, /readyz, /metrics
+	StateKey        string   // base64 of the requestState sealing key
+	HTTPListen      string   // worker: address of /healthz, /readyz, /metrics
+	ServeTools      []string // worker: tool name patterns served (nil: all)
+	ServePrompts    []string
+	ServeResources  []string
 	MaxListen       int64
 	ListenKeepAlive time.Duration
 }
@@ -147,6 +152,9 @@ func Parse(role Role, name string, args []string) (*Config, error) {
 	case RoleWorker:
 		f.str(&c.NATSURL, "nats-url", "nats://127.0.0.1:4222", "NATS URL")
 		f.str(&c.HTTPListen, "http-listen", "", "address of the worker's /healthz, /readyz and /metrics (empty: off)")
+		f.list(&c.ServeTools, "tools", "tool names this worker serves, as glob patterns (default: all; \"none\": none)")
+		f.list(&c.ServePrompts, "prompts", "prompt names this worker serves, as glob patterns (default: all; \"none\": none)")
+		f.list(&c.ServeResources, "resources", "resource URIs and URI templates this worker serves, as glob patterns (default: all; \"none\": none)")
 	}
 	f.str(&c.ID, "id", "", "this process's id on the bus (default: random)")
 	f.str(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
@@ -229,4 +237,22 @@ func (c *Config) Logger() *slog.Logger {
 		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
+
+// Filter returns the worker's catalog filter from --tools, --prompts and
+// --resources (nil when none is set).
+func (c *Config) Filter() *mcp.CatalogFilter {
+	if c.ServeTools == nil && c.ServePrompts == nil && c.ServeResources == nil {
+		return nil
+	}
+	conv := func(l []string) []string {
+		switch {
+		case l == nil:
+			return nil
+		case len(l) == 1 && l[0] == "none":
+			return []string{}
+		}
+		return l
+	}
+	return &mcp.CatalogFilter{Tools: conv(c.ServeTools), Prompts: conv(c.ServePrompts), Resources: conv(c.ServeResources)}
 }

@@ -172,7 +172,7 @@ func TestNATSRestart(t *testing.T) {
 			t.Fatalf("a request succeeded without NATS: %s", r)
 		}
 		failed++
-		if r := modern(t, mc, 20+i, "tools/list", nil, nil, nil); r.ErrorCode() == 0 {
+		if r := modern(t, mc, 20+i, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "down"}}, nil, nil); r.ErrorCode() == 0 {
 			t.Fatalf("a modern request succeeded without NATS: %s", r)
 		}
 		failed++
@@ -233,10 +233,10 @@ func TestStalledReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	note, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": map[string]any{"uri": uri, "pad": strings.Repeat("x", 1000)}})
+	note, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": map[string]any{"uri": uri, "pad": strings.Repeat("x", 16000)}})
 	got := 0
 	deadline := time.Now().Add(60 * time.Second)
-	const burst = 100 // each round a burst the reading client takes in stride
+	const burst = 50 // each round a burst the reading client takes in stride
 	for round := 0; ; round++ {
 		for i := 0; i < burst; i++ {
 			_ = nc.Publish("mcp.evt.res."+tokenForTest(uri), note)

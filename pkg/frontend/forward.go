@@ -18,7 +18,8 @@ type forwardSpec struct {
 	msg     *protocol.Message
 	body    []byte
 	session *bus.SessionInfo  // legacy
-	name    string            // routing name (tool or prompt)
+	name    string            // routing name (tool or prompt), when subject is empty
+	subject string            // where to publish; empty: Subjects.Request(method, name)
 	params  map[string]string // modern Mcp-Param-* headers
 	claim   *claim            // legacy: the request id claimed in the store
 	// effect, when set, runs once on the final response before it is
@@ -110,7 +111,11 @@ func (f *Frontend) forward(w http.ResponseWriter, r *http.Request, spec *forward
 		err = nats.ErrConnectionClosed // fail fast during a NATS outage
 	}
 	if err == nil {
-		err = f.nc.PublishMsg(&nats.Msg{Subject: f.subj.Request(spec.msg.Method, spec.name), Reply: f.subj.Stream(f.id, st.id), Data: data})
+		subject := spec.subject
+		if subject == "" {
+			subject = f.subj.Request(spec.msg.Method, spec.name)
+		}
+		err = f.nc.PublishMsg(&nats.Msg{Subject: subject, Reply: f.subj.Stream(f.id, st.id), Data: data})
 	}
 	ex.published = time.Now()
 	if err != nil {

@@ -101,6 +101,7 @@ type Frontend struct {
 	sub    *nats.Subscription
 	ctlSub *nats.Subscription
 	reg    *listen.Registry
+	fleet  *fleet
 
 	mu      sync.Mutex
 	streams map[string]*stream // stream id -> open stream
@@ -173,6 +174,7 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 	if maxListen == 0 {
 		maxListen = 1000
 	}
+	f.fleet = newFleet(f)
 	f.reg = listen.New(nc, listen.Options{
 		Subjects: opts.Subjects, Subscriptions: opts.Store, Buffer: opts.StreamBuffer,
 		MaxListen: maxListen, Logger: f.log,
@@ -188,6 +190,7 @@ func (f *Frontend) ID() string { return f.id }
 func (f *Frontend) Start(ctx context.Context) (err error) {
 	defer func() {
 		if err != nil {
+			f.fleet.shutdown()
 			f.reg.Shutdown()
 			for _, s := range []*nats.Subscription{f.sub, f.ctlSub} {
 				if s != nil {
@@ -205,6 +208,9 @@ func (f *Frontend) Start(ctx context.Context) (err error) {
 	}
 	if err = f.reg.Start(); err != nil {
 		return fmt.Errorf("frontend: subscribing to events: %w", err)
+	}
+	if err = f.fleet.start(); err != nil {
+		return fmt.Errorf("frontend: following worker announcements: %w", err)
 	}
 	if err = f.nc.FlushTimeout(5 * time.Second); err != nil {
 		return fmt.Errorf("frontend: flushing subscriptions: %w", err)
@@ -231,6 +237,7 @@ func (f *Frontend) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
+	f.fleet.shutdown()
 	if f.sub != nil {
 		_ = f.sub.Unsubscribe()
 		_ = f.ctlSub.Unsubscribe()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
 	"github.com/mcpfleet/mcpfleet/pkg/listen"
+	"github.com/mcpfleet/mcpfleet/pkg/mcp"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
 	"github.com/nats-io/nats.go"
@@ -69,8 +70,8 @@ type claim struct {
 // forwarded reports whether a legacy message is a request the workers run
 // (and so claims its id).
 func forwarded(msg *protocol.Message) bool {
-	return msg.Kind() == protocol.KindRequest && legacyMethods[msg.Method] &&
-		msg.Method != protocol.MethodInitialize && msg.Method != protocol.MethodPing && msg.Method != protocol.MethodLoggingSetLevel
+	return msg.Kind() == protocol.KindRequest && legacyMethods[msg.Method] && !mcp.CatalogMethods[msg.Method] &&
+		msg.Method != protocol.MethodPing && msg.Method != protocol.MethodLoggingSetLevel
 }
 
 // loadSession reads the session named by the Mcp-Session-Id header. It
@@ -157,14 +158,14 @@ func (f *Frontend) initialize(w http.ResponseWriter, r *http.Request, msg *proto
 		return
 	}
 	var sid string
-	f.forward(w, r, &forwardSpec{
+	spec := &forwardSpec{
 		era: protocol.EraLegacy, msg: msg, body: body, noSSE: true,
-		// The session is stored when the worker's answer succeeds, before
-		// the client sees it; a failed initialize leaves nothing behind.
+		// The session is stored when the answer succeeds, before the
+		// client sees it; a failed initialize leaves nothing behind.
 		effect: func(resp []byte) error {
 			m, err := protocol.Decode(resp, 0)
 			if err != nil || m.Kind() != protocol.KindResponse {
-				return errors.New("frontend: malformed initialize response from the worker")
+				return errors.New("frontend: malformed initialize response")
 			}
 			if m.Error != nil {
 				return nil
@@ -193,12 +194,30 @@ func (f *Frontend) initialize(w http.ResponseWriter, r *http.Request, msg *proto
 		},
 		respond: func(_ []byte, h http.Header) int {
 			if sid == "" {
-				return http.StatusBadRequest // the worker refused the initialize
+				return http.StatusBadRequest // the initialize was refused
 			}
 			h.Set(hdrSessionID, sid)
 			return http.StatusOK
 		},
-	})
+	}
+	// The union of the workers' catalogs answers initialize here; a
+	// worker does when none is known yet.
+	if resp, ok := f.answerFromCatalog(protocol.EraLegacy, msg, nil); ok {
+		if err := spec.effect(resp); err != nil {
+			f.log.Error("frontend: creating a session", "err", err)
+			writeError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "could not create the session; retry"))
+			return
+		}
+		h := http.Header{}
+		status := spec.respond(resp, h)
+		writeJSON(w, status, resp, func(hh http.Header) {
+			for k, v := range h {
+				hh[k] = v
+			}
+		})
+		return
+	}
+	f.forward(w, r, spec)
 }
 
 func (f *Frontend) legacyRequest(w http.ResponseWriter, r *http.Request, sess *sessionstore.Session, msg *protocol.Message, head *protocol.ParamsHead, body []byte, c *claim) {
@@ -231,7 +250,18 @@ func (f *Frontend) legacyRequest(w http.ResponseWriter, r *http.Request, sess *s
 		writeJSON(w, http.StatusOK, protocol.AppendResponse(nil, msg.ID, []byte("{}")), nil)
 		return
 	}
-	spec := &forwardSpec{era: protocol.EraLegacy, msg: msg, body: body, session: snapshot(sess), name: routingName(msg.Method, head), claim: c}
+	if resp, ok := f.answerFromCatalog(protocol.EraLegacy, msg, nil); ok {
+		f.release(c)
+		writeJSON(w, http.StatusOK, resp, nil)
+		return
+	}
+	rt := f.routeFor(protocol.EraLegacy, msg.Method, head, msg.Params)
+	if rt.local != nil {
+		f.release(c)
+		writeError(w, http.StatusOK, msg.ID, rt.local)
+		return
+	}
+	spec := &forwardSpec{era: protocol.EraLegacy, msg: msg, body: body, session: snapshot(sess), subject: rt.subject, claim: c}
 	if msg.Method == protocol.MethodResourcesSubscribe || msg.Method == protocol.MethodResourcesUnsubscribe {
 		// The worker validates (capability, author hook); on success the
 		// subscription is recorded here, where the store is.

@@ -68,7 +68,20 @@ func (f *Frontend) postModern(w http.ResponseWriter, r *http.Request, msg *proto
 			return
 		}
 	}
-	f.forward(w, r, &forwardSpec{era: protocol.EraModern, msg: msg, body: body, name: routingName(msg.Method, head), params: paramHeaders(r)})
+	if resp, ok := f.answerFromCatalog(protocol.EraModern, msg, head.Meta); ok {
+		status := http.StatusOK
+		if code, isErr := responseErrorCode(resp); isErr && code != protocol.CodeInvalidParams {
+			status = modernStatus(code)
+		}
+		writeJSON(w, status, resp, nil)
+		return
+	}
+	rt := f.routeFor(protocol.EraModern, msg.Method, head, msg.Params)
+	if rt.local != nil {
+		writeError(w, http.StatusOK, msg.ID, rt.local)
+		return
+	}
+	f.forward(w, r, &forwardSpec{era: protocol.EraModern, msg: msg, body: body, subject: rt.subject, params: paramHeaders(r)})
 }
 
 // checkModernMeta checks the per-request _meta and the version: a missing

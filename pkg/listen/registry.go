@@ -210,13 +210,22 @@ var listKinds = map[string]func(f *protocol.SubscriptionFilter) bool{
 }
 
 func (r *Registry) onListChanged(m *nats.Msg) {
-	kind := bus.StreamID(m.Subject) // the last token
+	r.ListChanged(bus.StreamID(m.Subject)) // the last token is the kind
+}
+
+// ListChanged delivers notifications/<kind>/list_changed ("tools",
+// "prompts" or "resources") to this registry's streams: every legacy
+// session, and the listen streams whose filter asked for it. The frontend
+// calls it when the union of its workers' catalogs changes; list events
+// published on the bus (Subjects.ListChanged) arrive the same way.
+func (r *Registry) ListChanged(kind string) {
 	wants, ok := listKinds[kind]
 	if !ok {
 		return
 	}
 	method := "notifications/" + kind + "/list_changed"
-	legacy := bus.AppendFrame(nil, bus.FrameNotification, m.Data)
+	n, _ := protocol.EncodeNotification(method, nil)
+	legacy := bus.AppendFrame(nil, bus.FrameNotification, n)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, s := range r.sessions {

@@ -63,14 +63,14 @@ func (s *Server) Handle(ctx context.Context, req *Request, params json.RawMessag
 		if ierr != nil {
 			return nil, s.toProtocolError(req, ierr)
 		}
-		s.finishModern(req, ir)
+		finishModern(&s.info, s.opts.CacheTTL.Milliseconds(), s.opts.CacheScope, req, ir)
 		return ir, nil
 	}
 	if err != nil {
 		return nil, s.toProtocolError(req, err)
 	}
 	if req.Era == protocol.EraModern {
-		s.finishModern(req, res)
+		finishModern(&s.info, s.opts.CacheTTL.Milliseconds(), s.opts.CacheScope, req, res)
 	}
 	return res, nil
 }
@@ -87,7 +87,9 @@ func (s *Server) toProtocolError(req *Request, err error) *protocol.Error {
 	return protocol.NewError(protocol.CodeInternalError, "internal error")
 }
 
-func (s *Server) finishModern(req *Request, res protocol.Result) {
+// finishModern gives a modern result its resultType, the serverInfo _meta
+// and, for cacheable results, the caching hints.
+func finishModern(info *protocol.Implementation, ttlMs int64, scope string, req *Request, res protocol.Result) {
 	b := res.Base()
 	if b.ResultType == "" {
 		b.ResultType = protocol.ResultTypeComplete
@@ -96,7 +98,7 @@ func (s *Server) finishModern(req *Request, res protocol.Result) {
 		b.Meta = protocol.Meta{}
 	}
 	if _, ok := b.Meta[protocol.MetaServerInfo]; !ok {
-		b.Meta[protocol.MetaServerInfo] = &s.info
+		b.Meta[protocol.MetaServerInfo] = info
 	}
 	if c, ok := res.(protocol.Cacheable); ok && b.ResultType == protocol.ResultTypeComplete {
 		h := c.Cache()
@@ -106,11 +108,14 @@ func (s *Server) finishModern(req *Request, res protocol.Result) {
 			h.TTLMs, h.CacheScope = &zero, protocol.CacheScopePrivate
 		}
 		if h.TTLMs == nil {
-			ttl := s.opts.CacheTTL.Milliseconds()
+			ttl := ttlMs
 			h.TTLMs = &ttl
 		}
 		if h.CacheScope == "" {
-			h.CacheScope = s.opts.CacheScope
+			h.CacheScope = scope
+			if scope == "" {
+				h.CacheScope = protocol.CacheScopePublic
+			}
 		}
 	}
 }
@@ -124,96 +129,21 @@ func decodeParams(params json.RawMessage, v any) error {
 
 func (s *Server) dispatch(ctx context.Context, req *Request, params json.RawMessage) (protocol.Result, error) {
 	r := s.reg.Load()
-	caps := s.Capabilities(req.Era, req.Features)
+	cat := s.Catalog()
+	if CatalogMethods[req.Method] {
+		return cat.answer(req, params)
+	}
+	caps := cat.Capabilities(req.Era, req.Features)
 	switch req.Method {
-	case protocol.MethodInitialize:
-		return s.initialize(req, params)
 	case protocol.MethodPing:
 		return &protocol.EmptyResult{}, nil
-	case protocol.MethodServerDiscover:
-		return &protocol.DiscoverResult{
-			SupportedVersions: slices.Clone(protocol.SupportedVersions),
-			Capabilities:      caps,
-			Instructions:      s.opts.Instructions,
-		}, nil
-	case protocol.MethodToolsList:
-		var p protocol.PaginatedParams
-		if err := decodeParams(params, &p); err != nil {
-			return nil, err
-		}
-		page, next, err := paginate(r.toolOrder, p.Cursor, s.opts.PageSize)
-		if err != nil {
-			return nil, err
-		}
-		out := &protocol.ListToolsResult{Tools: make([]*protocol.Tool, 0, len(page)), NextCursor: next}
-		for _, n := range page {
-			out.Tools = append(out.Tools, r.tools[n].def)
-		}
-		return out, nil
 	case protocol.MethodToolsCall:
 		return s.callTool(ctx, req, r, params)
-	case protocol.MethodPromptsList:
-		if caps.Prompts == nil {
-			return nil, methodNotFound(req.Method)
-		}
-		var p protocol.PaginatedParams
-		if err := decodeParams(params, &p); err != nil {
-			return nil, err
-		}
-		page, next, err := paginate(r.promptOrder, p.Cursor, s.opts.PageSize)
-		if err != nil {
-			return nil, err
-		}
-		out := &protocol.ListPromptsResult{Prompts: make([]*protocol.Prompt, 0, len(page)), NextCursor: next}
-		for _, n := range page {
-			out.Prompts = append(out.Prompts, r.prompts[n].def)
-		}
-		return out, nil
 	case protocol.MethodPromptsGet:
 		if caps.Prompts == nil {
 			return nil, methodNotFound(req.Method)
 		}
 		return s.getPrompt(ctx, req, r, params)
-	case protocol.MethodResourcesList:
-		if caps.Resources == nil {
-			return nil, methodNotFound(req.Method)
-		}
-		var p protocol.PaginatedParams
-		if err := decodeParams(params, &p); err != nil {
-			return nil, err
-		}
-		page, next, err := paginate(r.resOrder, p.Cursor, s.opts.PageSize)
-		if err != nil {
-			return nil, err
-		}
-		out := &protocol.ListResourcesResult{Resources: make([]*protocol.Resource, 0, len(page)), NextCursor: next}
-		for _, n := range page {
-			out.Resources = append(out.Resources, r.resources[n].def)
-		}
-		return out, nil
-	case protocol.MethodResourcesTemplatesList:
-		if caps.Resources == nil {
-			return nil, methodNotFound(req.Method)
-		}
-		var p protocol.PaginatedParams
-		if err := decodeParams(params, &p); err != nil {
-			return nil, err
-		}
-		names := make([]string, len(r.templates))
-		for i, t := range r.templates {
-			names[i] = t.def.URITemplate
-		}
-		page, next, err := paginate(names, p.Cursor, s.opts.PageSize)
-		if err != nil {
-			return nil, err
-		}
-		out := &protocol.ListResourceTemplatesResult{ResourceTemplates: make([]*protocol.ResourceTemplate, 0, len(page)), NextCursor: next}
-		for _, t := range r.templates {
-			if slices.Contains(page, t.def.URITemplate) {
-				out.ResourceTemplates = append(out.ResourceTemplates, t.def)
-			}
-		}
-		return out, nil
 	case protocol.MethodResourcesRead:
 		if caps.Resources == nil {
 			return nil, methodNotFound(req.Method)
@@ -280,22 +210,6 @@ func (s *Server) dispatch(ctx context.Context, req *Request, params json.RawMess
 
 func methodNotFound(method string) *protocol.Error {
 	return protocol.NewError(protocol.CodeMethodNotFound, "method not found: %q", method)
-}
-
-func (s *Server) initialize(req *Request, params json.RawMessage) (protocol.Result, error) {
-	var p protocol.InitializeParams
-	if err := decodeParams(params, &p); err != nil {
-		return nil, err
-	}
-	if e := p.Validate(); e != nil {
-		return nil, e
-	}
-	return &protocol.InitializeResult{
-		ProtocolVersion: protocol.NegotiateLegacy(p.ProtocolVersion),
-		Capabilities:    s.Capabilities(protocol.EraLegacy, req.Features),
-		ServerInfo:      s.info,
-		Instructions:    s.opts.Instructions,
-	}, nil
 }
 
 func (s *Server) checkCompletionRef(r *registry, ref *protocol.CompleteReference) error {

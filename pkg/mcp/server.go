@@ -89,7 +89,8 @@ type Server struct {
 	mu  sync.Mutex               // serializes registry writes
 	reg atomic.Pointer[registry] // immutable snapshot read by requests
 
-	sealer *sealer
+	sealer  *sealer
+	catalog atomic.Pointer[Catalog] // rebuilt on every registry change
 }
 
 type eventsBox struct{ e Events }
@@ -161,9 +162,9 @@ func NewServer(info protocol.Implementation, opts *ServerOptions) *Server {
 		panic(err)
 	}
 	s.sealer = sl
-	s.reg.Store(&registry{
-		tools: map[string]*tool{}, prompts: map[string]*prompt{}, resources: map[string]*resource{},
-	})
+	r := &registry{tools: map[string]*tool{}, prompts: map[string]*prompt{}, resources: map[string]*resource{}}
+	s.reg.Store(r)
+	s.catalog.Store(s.buildCatalog(r))
 	return s
 }
 
@@ -217,6 +218,7 @@ func (s *Server) update(kind string, f func(r *registry) error) error {
 	n.promptOrder = sortedKeys(n.prompts)
 	n.resOrder = sortedKeys(n.resources)
 	s.reg.Store(n)
+	s.catalog.Store(s.buildCatalog(n))
 	s.mu.Unlock()
 	if kind != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -364,23 +366,29 @@ func (s *Server) SetCompletionHandler(h CompletionHandler) {
 // only where the transport can deliver them: over listen streams
 // (modern) or the session stream (legacy).
 func (s *Server) Capabilities(era protocol.Era, f Features) protocol.ServerCapabilities {
-	r := s.reg.Load()
-	push := f.SessionStream
-	if era == protocol.EraModern {
-		push = f.Listen
+	return s.Catalog().Capabilities(era, f)
+}
+
+// Catalog returns a snapshot of what the server offers (see Catalog).
+func (s *Server) Catalog() *Catalog { return s.catalog.Load() }
+
+func (s *Server) buildCatalog(r *registry) *Catalog {
+	c := &Catalog{
+		Info: s.info, Instructions: s.opts.Instructions,
+		Completions: r.completion != nil, Subscriptions: s.opts.ResourceSubscriptions,
+		PageSize: s.opts.PageSize, CacheTTLMs: s.opts.CacheTTL.Milliseconds(), CacheScope: s.opts.CacheScope,
 	}
-	caps := protocol.ServerCapabilities{
-		Logging: &struct{}{},
-		Tools:   &protocol.ToolsCapability{ListChanged: push},
+	for _, n := range r.toolOrder {
+		c.Tools = append(c.Tools, r.tools[n].def)
 	}
-	if len(r.prompts) > 0 {
-		caps.Prompts = &protocol.PromptsCapability{ListChanged: push}
+	for _, n := range r.promptOrder {
+		c.Prompts = append(c.Prompts, r.prompts[n].def)
 	}
-	if len(r.resources) > 0 || len(r.templates) > 0 || s.opts.ResourceSubscriptions {
-		caps.Resources = &protocol.ResourcesCapability{ListChanged: push, Subscribe: push && s.opts.ResourceSubscriptions}
+	for _, n := range r.resOrder {
+		c.Resources = append(c.Resources, r.resources[n].def)
 	}
-	if r.completion != nil || len(r.prompts) > 0 || len(r.templates) > 0 {
-		caps.Completions = &struct{}{}
+	for _, t := range r.templates {
+		c.Templates = append(c.Templates, t.def)
 	}
-	return caps
+	return c
 }

@@ -65,6 +65,13 @@ func (f *inflight) abort(reason string) {
 	_ = f.w.nc.Publish(f.reply, bus.AppendFrame(nil, bus.FrameEnd, nil))
 	f.mu.Unlock()
 	f.cancel(errors.New(reason))
+	// The request is over for the client: its id may be used again at
+	// once, even while the handler is still returning.
+	f.w.mu.Lock()
+	if f.w.inflight[f.key] == f {
+		delete(f.w.inflight, f.key)
+	}
+	f.w.mu.Unlock()
 }
 
 func (w *Worker) onRequest(m *nats.Msg) {
@@ -174,7 +181,16 @@ func (w *Worker) run(ctx context.Context, cancelDeadline context.CancelFunc, f *
 		w.mu.Unlock()
 	}()
 	stopBeat := w.heartbeat(ctx, f)
-	res, err := w.srv.Handle(ctx, req, msg.Params)
+	var (
+		res protocol.Result
+		err error
+	)
+	if mcp.CatalogMethods[msg.Method] {
+		// Answered from what this worker serves (its filtered catalog).
+		res, _, err = w.servedCatalog().Answer(req, msg.Params)
+	} else {
+		res, err = w.srv.Handle(ctx, req, msg.Params)
+	}
 	stopBeat()
 	cause := context.Cause(ctx)
 	if ctx.Err() != nil && !errors.Is(cause, context.DeadlineExceeded) && !errors.Is(cause, errShutdown) {
@@ -342,15 +358,14 @@ func (w *Worker) onNotification(hdr *bus.RequestHeader, raw []byte) {
 // events publishes change events on the bus.
 type events struct{ w *Worker }
 
+// ListChanged re-announces the worker: frontends compare the new catalog
+// with the union they serve and raise list_changed to their streams (once
+// per stream, however many workers changed).
 func (e *events) ListChanged(ctx context.Context, kind string) error {
-	n, err := protocol.EncodeNotification("notifications/"+kind+"/list_changed", nil)
-	if err != nil {
-		return err
+	if e.w.served.Load() == nil {
+		return nil // not started yet: Start announces
 	}
-	if err := e.w.nc.Publish(e.w.subj.ListChanged(kind), n); err != nil {
-		return fmt.Errorf("worker: publishing list_changed: %w", err)
-	}
-	return nil
+	return e.w.applyCatalog([]string{kind})
 }
 
 // NotifySession sends a notification to one legacy session's GET stream.

@@ -43,6 +43,14 @@ type Options struct {
 	HeartbeatInterval time.Duration
 	// Metrics receives the worker's Prometheus metrics; nil records none.
 	Metrics *Metrics
+	// Filter selects the tools, prompts and resources this worker serves
+	// (path.Match patterns); nil serves everything the server has.
+	// Workers serving different sets form different pools; frontends route
+	// each request only to workers that serve it.
+	Filter *mcp.CatalogFilter
+	// AnnounceInterval is the heartbeat interval of the worker's
+	// announcements to frontends; zero means 1s.
+	AnnounceInterval time.Duration
 	// MaxInFlight caps the requests this worker runs at once; beyond it a
 	// request is answered at once with a "busy, retry" error. Zero means
 	// 4096, negative means no cap.
@@ -64,8 +72,14 @@ type Worker struct {
 	inflight map[string]*inflight // cancel key -> request
 	calls    map[string]*call     // server-to-client request id -> waiter
 	noResp   map[uint64]string    // no-responders reply seq -> server-to-client request id
-	draining bool                 // Shutdown started: queued requests are still served
-	closed   bool                 // no more requests are taken
+
+	catMu    sync.Mutex                    // serializes applyCatalog
+	reqSubs  map[string]*nats.Subscription // request subjects served; guarded by catMu
+	served   atomic.Pointer[served]
+	hbStop   chan struct{}
+	hbDone   chan struct{}
+	draining bool // Shutdown started: queued requests are still served
+	closed   bool // no more requests are taken
 
 	seq atomic.Uint64
 }
@@ -75,7 +89,7 @@ func New(nc *nats.Conn, srv *mcp.Server, opts *Options) (*Worker, error) {
 	if nc == nil || srv == nil {
 		return nil, errors.New("worker: New needs a NATS connection and a server")
 	}
-	w := &Worker{nc: nc, srv: srv, inflight: map[string]*inflight{}, calls: map[string]*call{}, noResp: map[uint64]string{}}
+	w := &Worker{nc: nc, srv: srv, inflight: map[string]*inflight{}, calls: map[string]*call{}, noResp: map[uint64]string{}, reqSubs: map[string]*nats.Subscription{}}
 	if opts != nil {
 		w.opts = *opts
 	}
@@ -86,6 +100,9 @@ func New(nc *nats.Conn, srv *mcp.Server, opts *Options) (*Worker, error) {
 	}
 	if w.opts.DefaultTimeout <= 0 {
 		w.opts.DefaultTimeout = 10 * time.Minute
+	}
+	if w.opts.AnnounceInterval <= 0 {
+		w.opts.AnnounceInterval = time.Second
 	}
 	if w.opts.MaxInFlight == 0 {
 		w.opts.MaxInFlight = 4096
@@ -112,36 +129,39 @@ func (w *Worker) ID() string { return w.opts.ID }
 // installs the worker as the server's event sink.
 func (w *Worker) Start(ctx context.Context) error {
 	w.srv.SetEvents(&events{w: w})
-	reqSub, err := w.nc.QueueSubscribe(w.subj.AllRequests(), bus.WorkerQueue, w.onRequest)
-	if err != nil {
-		return fmt.Errorf("worker: subscribing to requests: %w", err)
+	var subs []*nats.Subscription
+	fail := func(err error) error {
+		for _, s := range subs {
+			_ = s.Unsubscribe()
+		}
+		for _, s := range w.reqSubs {
+			_ = s.Unsubscribe()
+		}
+		return err
 	}
-	cancelSub, err := w.nc.Subscribe(w.subj.Cancel(), w.onCancel)
-	if err != nil {
-		_ = reqSub.Unsubscribe()
-		return fmt.Errorf("worker: subscribing to cancellations: %w", err)
-	}
-	inboxSub, err := w.nc.Subscribe(w.subj.WorkerInbox(w.opts.ID), w.onAnswer)
-	if err != nil {
-		_ = reqSub.Unsubscribe()
-		_ = cancelSub.Unsubscribe()
-		return fmt.Errorf("worker: subscribing to its inbox: %w", err)
-	}
-	nrSub, err := w.nc.Subscribe(w.subj.WorkerNoRespondersAll(w.opts.ID), w.onNoResponders)
-	if err != nil {
-		_ = reqSub.Unsubscribe()
-		_ = cancelSub.Unsubscribe()
-		_ = inboxSub.Unsubscribe()
-		return fmt.Errorf("worker: subscribing to its no-responders subject: %w", err)
-	}
-	for _, s := range []*nats.Subscription{reqSub, cancelSub, inboxSub, nrSub} {
+	for _, x := range []struct {
+		subj string
+		h    nats.MsgHandler
+	}{
+		{w.subj.Cancel(), w.onCancel},
+		{w.subj.WorkerInbox(w.opts.ID), w.onAnswer},
+		{w.subj.WorkerNoRespondersAll(w.opts.ID), w.onNoResponders},
+		{w.subj.AnnounceQuery(), func(*nats.Msg) { w.announce(false, nil) }},
+	} {
+		s, err := w.nc.Subscribe(x.subj, x.h)
+		if err != nil {
+			return fail(fmt.Errorf("worker: subscribing to %s: %w", x.subj, err))
+		}
 		_ = s.SetPendingLimits(-1, 64<<20)
+		subs = append(subs, s)
 	}
-	w.subs = []*nats.Subscription{reqSub, cancelSub, inboxSub, nrSub}
-	if err := w.nc.FlushTimeout(5 * time.Second); err != nil {
-		return fmt.Errorf("worker: flushing subscriptions: %w", err)
+	w.subs = subs
+	if err := w.applyCatalog(nil); err != nil {
+		return fail(err)
 	}
-	w.log.Info("worker serving", "subject", w.subj.AllRequests())
+	w.hbStop, w.hbDone = make(chan struct{}), make(chan struct{})
+	go w.heartbeats(w.hbStop, w.hbDone)
+	w.log.Info("worker serving", "pool", w.Pool(), "tools", len(w.servedCatalog().Tools))
 	return nil
 }
 
@@ -163,14 +183,24 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 	w.draining = true
 	w.mu.Unlock()
 	var err error
-	if len(w.subs) > 0 {
-		closed := w.subs[0].StatusChanged(nats.SubscriptionClosed)
-		if derr := w.subs[0].Drain(); derr == nil {
-			select {
-			case <-closed:
-			case <-ctx.Done():
-				err = ctx.Err()
-			}
+	if w.hbStop != nil {
+		close(w.hbStop)
+		<-w.hbDone
+	}
+	w.announce(true, nil) // frontends forget this worker now
+	w.catMu.Lock()
+	reqSubs := w.reqSubs
+	w.reqSubs = map[string]*nats.Subscription{}
+	w.catMu.Unlock()
+	for _, s := range reqSubs {
+		closed := s.StatusChanged(nats.SubscriptionClosed)
+		if derr := s.Drain(); derr != nil {
+			continue
+		}
+		select {
+		case <-closed:
+		case <-ctx.Done():
+			err = ctx.Err()
 		}
 	}
 	w.mu.Lock()
@@ -193,10 +223,8 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 		case <-time.After(time.Second):
 		}
 	}
-	if len(w.subs) > 1 {
-		for _, s := range w.subs[1:] {
-			_ = s.Unsubscribe()
-		}
+	for _, s := range w.subs {
+		_ = s.Unsubscribe()
 	}
 	w.srv.SetEvents(nil)
 	return err

@@ -69,8 +69,14 @@ func TestResponse(t *testing.T) {
 			wantJSON(t, m.Result, tt.want)
 		})
 	}
+	t.Run("a tool the worker does not serve has no responder", func(t *testing.T) {
+		st := f.fe.send(t, nil, protocol.Int64ID(8), protocol.MethodToolsCall, "nope", `{"name":"nope"}`)
+		streams = append(streams, st)
+		st.expect(t, bus.FrameNoResponders)
+	})
 	t.Run("protocol errors are error responses", func(t *testing.T) {
-		st := f.fe.send(t, nil, protocol.Int64ID(9), protocol.MethodToolsCall, "nope", `{"name":"nope"}`)
+		// On the unnamed subject (any worker), an unknown tool is -32602.
+		st := f.fe.send(t, nil, protocol.Int64ID(9), protocol.MethodToolsCall, "", `{"name":"nope"}`)
 		streams = append(streams, st)
 		m := st.response(t)
 		if m.ID != protocol.Int64ID(9) || m.Error == nil || m.Error.Code != protocol.CodeInvalidParams {
