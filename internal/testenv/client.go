@@ -515,3 +515,6 @@ func NewModernClient(tb testing.TB, urls ...string) *Client {
 	c.Schemas = SchemasFor(tb, "2026-07-28")
 	return c
 }
+
+// Next returns the index of the URL the next request will use.
+func (c *Client) Next() int { return c.next % len(c.URLs) }
