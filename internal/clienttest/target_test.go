@@ -27,12 +27,20 @@ func startAllInOne(t *testing.T) *target {
 	return &target{Name: "all-in-one", URLs: []string{u}, handlerLog: p.Log}
 }
 
-// startCluster runs nats-server, redis-server, one worker (conformance
-// fixture) and two frontends, each a separate process.
+// startCluster runs make cluster's topology: nats-server, redis-server,
+// two workers (conformance fixture) and two frontends, each a separate
+// process, behind nginx round robin (every request of a client may land on
+// either frontend and either worker).
 func startCluster(t *testing.T) *target {
 	t.Helper()
-	c := testenv.StartCluster(t, testenv.ClusterOptions{Frontends: 2, Workers: 1})
-	return &target{Name: "cluster", URLs: c.URLs, handlerLog: c.Workers[0].Log}
+	c := testenv.StartCluster(t, testenv.ClusterOptions{Frontends: 2, Workers: 2, Nginx: true})
+	return &target{Name: "cluster", URLs: []string{c.ProxyURL}, handlerLog: func() string {
+		var b strings.Builder
+		for _, w := range c.Workers {
+			b.WriteString(w.Log())
+		}
+		return b.String()
+	}}
 }
 
 const sleepCancelled = `msg="sleep cancelled"`

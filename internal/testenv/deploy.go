@@ -2,8 +2,11 @@ package testenv
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +25,8 @@ import (
 // Cluster is a multi-process deployment: a nats-server, a redis-server,
 // frontends and workers, each a separate process.
 type Cluster struct {
+	// ProxyURL is nginx's MCP endpoint (ClusterOptions.Nginx).
+	ProxyURL  string
 	NATS      *Proc
 	NATSURL   string
 	Redis     *Proc // set when ClusterOptions.Persistent
@@ -42,6 +47,10 @@ type ClusterOptions struct {
 	// Persistent runs a redis-server with append-only persistence that the
 	// test can restart (Cluster.Redis); otherwise a throwaway one.
 	Persistent bool
+	// Nginx puts nginx (round robin, no stickiness, SSE-safe: the settings
+	// of scripts/cluster.sh) in front of the frontends; its URL is
+	// Cluster.ProxyURL.
+	Nginx bool
 }
 
 // StartCluster starts a real multi-process cluster.
@@ -67,12 +76,78 @@ func StartCluster(tb testing.TB, opts ClusterOptions) *Cluster {
 	for i := 0; i < opts.Workers; i++ {
 		c.Workers = append(c.Workers, StartWorker(tb, c.NATSURL, wargs...))
 	}
+	fargs := opts.FrontendArgs
+	var proxyPort int
+	if opts.Nginx {
+		proxyPort = FreePort(tb)
+		fargs = append([]string{"--allowed-hosts", fmt.Sprintf("127.0.0.1:%d,localhost:%d", proxyPort, proxyPort)}, fargs...)
+	}
 	for i := 0; i < opts.Frontends; i++ {
-		p, u := StartFrontend(tb, c.NATSURL, c.RedisURL, opts.FrontendArgs...)
+		p, u := StartFrontend(tb, c.NATSURL, c.RedisURL, fargs...)
 		c.Frontends = append(c.Frontends, p)
 		c.URLs = append(c.URLs, u)
 	}
+	if opts.Nginx {
+		c.ProxyURL = startNginx(tb, proxyPort, c.URLs)
+	}
 	return c
+}
+
+// startNginx runs nginx on port, round robin over the frontends' URLs.
+func startNginx(tb testing.TB, port int, urls []string) string {
+	tb.Helper()
+	bin := FindBinary(tb, "nginx", "apt-get install nginx-light")
+	dir := tb.TempDir()
+	var servers strings.Builder
+	for _, u := range urls {
+		host := strings.TrimSuffix(strings.TrimPrefix(u, "http://"), "/mcp")
+		fmt.Fprintf(&servers, "    server %s max_fails=0;\n", host)
+	}
+	user := ""
+	if os.Geteuid() == 0 {
+		user = "user root;"
+	}
+	conf := fmt.Sprintf(`%s
+daemon off;
+worker_processes 1;
+pid %[2]s/nginx.pid;
+error_log %[2]s/error.log warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path %[2]s/body;
+  proxy_temp_path %[2]s/proxy;
+  fastcgi_temp_path %[2]s/fastcgi;
+  uwsgi_temp_path %[2]s/uwsgi;
+  scgi_temp_path %[2]s/scgi;
+  client_max_body_size 8m;
+  upstream frontends {
+%[3]s    keepalive 32;
+  }
+  server {
+    listen 127.0.0.1:%[4]d;
+    location / {
+      proxy_pass http://frontends;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $http_host;
+      proxy_buffering off;
+      proxy_request_buffering off;
+      proxy_cache off;
+      proxy_read_timeout 1h;
+      proxy_send_timeout 1h;
+      proxy_next_upstream error timeout;
+    }
+  }
+}
+`, user, dir, servers.String(), port)
+	path := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	Start(tb, "nginx", bin, "-c", path, "-p", dir)
+	WaitTCP(tb, fmt.Sprintf("127.0.0.1:%d", port), 10*time.Second)
+	return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 }
 
 // InProc is an all-in-one deployment inside the test process: embedded
