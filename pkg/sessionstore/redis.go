@@ -325,6 +325,18 @@ func OpenRedis(ctx context.Context, rawURL string, opts *RedisOptions) (*Redis, 
 	// Let ctx bound every call, as the Store contract promises, rather
 	// than only the client's own read and write timeouts.
 	copts.ContextTimeoutEnabled = true
+	// Fail fast while Redis is down: callers answer 503 at once and the
+	// client retries. Values given in the URL win.
+	q, _ := url.Parse(rawURL)
+	if q == nil || q.Query().Get("max_retries") == "" {
+		copts.MaxRetries = 1
+	}
+	if q == nil || q.Query().Get("dial_timeout") == "" {
+		copts.DialTimeout = 2 * time.Second
+	}
+	if q == nil || q.Query().Get("max_retry_backoff") == "" {
+		copts.MaxRetryBackoff = 50 * time.Millisecond
+	}
 	client := redis.NewClient(copts)
 	r, err := NewRedis(client, opts)
 	if err != nil {
