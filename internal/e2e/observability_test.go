@@ -1,0 +1,105 @@
+package e2e
+
+import (
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/testenv"
+)
+
+func scrape(t *testing.T, base string) string {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("/metrics: HTTP %d", resp.StatusCode)
+	}
+	return string(b)
+}
+
+func metric(t *testing.T, text, name string) float64 {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` (\S+)$`).FindStringSubmatch(text)
+	if m == nil {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(m[1], 64)
+	return v
+}
+
+func status(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestObservability checks /metrics, /healthz and /readyz of a frontend and
+// a worker.
+func TestObservability(t *testing.T) {
+	c := testenv.StartCluster(t, testenv.ClusterOptions{Frontends: 1, WorkerArgs: []string{"--http-listen", "127.0.0.1:0"}})
+	fe := strings.TrimSuffix(c.URLs[0], "/mcp")
+	cl := testenv.NewClient(t, c.URLs...)
+	cl.Initialize(nil)
+	for i := 0; i < 3; i++ {
+		cl.Call(10+i, "tools/call", callParams("echo", map[string]any{"text": "m"}))
+	}
+	cl.Post(testenv.Request(20, "tools/call", callParams("no-such-tool", nil)), nil)
+	g := cl.OpenGet(nil)
+	defer g.Close()
+	time.Sleep(100 * time.Millisecond)
+
+	text := scrape(t, fe)
+	for name, min := range map[string]float64{
+		`mcpfleet_frontend_requests_total{method="tools/call",outcome="ok"}`:    3,
+		`mcpfleet_frontend_requests_total{method="tools/call",outcome="error"}`: 1,
+		`mcpfleet_frontend_requests_total{method="initialize",outcome="ok"}`:    1,
+		`mcpfleet_frontend_request_duration_seconds_count{method="tools/call"}`: 4,
+		`mcpfleet_frontend_open_streams{kind="get"}`:                            1,
+		`mcpfleet_frontend_sessions_total{event="created"}`:                     1,
+		`mcpfleet_frontend_bus_roundtrip_seconds_count`:                         3,
+	} {
+		if v := metric(t, text, name); v < min {
+			t.Errorf("%s = %v, want at least %v", name, v, min)
+		}
+	}
+	if status(t, fe+"/healthz") != 200 || status(t, fe+"/readyz") != 200 {
+		t.Fatal("healthz/readyz of a healthy frontend")
+	}
+	// The worker's endpoints.
+	addr := regexp.MustCompile(`msg="worker http serving" url=(\S+)`).FindStringSubmatch(c.Workers[0].Log())
+	if addr == nil {
+		t.Fatal("the worker did not log its http address")
+	}
+	wtext := scrape(t, addr[1])
+	if v := metric(t, wtext, `mcpfleet_worker_requests_total{method="tools/call",outcome="ok"}`); v < 3 {
+		t.Errorf("worker tools/call ok = %v", v)
+	}
+	if status(t, addr[1]+"/readyz") != 200 {
+		t.Fatal("readyz of a healthy worker")
+	}
+	// Without NATS both are not ready, and alive.
+	c.NATS.Kill()
+	deadline := time.Now().Add(5 * time.Second)
+	for status(t, fe+"/readyz") != 503 || status(t, addr[1]+"/readyz") != 503 {
+		if time.Now().After(deadline) {
+			t.Fatal("readyz stayed 200 without NATS")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if status(t, fe+"/healthz") != 200 {
+		t.Fatal("healthz of a frontend without NATS")
+	}
+}
