@@ -60,6 +60,7 @@ type Ready func(addr string)
 // drains.
 func RunAllInOne(ctx context.Context, c *Config, ready Ready) error {
 	log := c.Logger()
+	startPprof(c.PprofListen, log)
 	var nc *nats.Conn
 	var embedded *bus.Embedded
 	if c.NATSURL == "" {
@@ -120,6 +121,7 @@ func RunAllInOne(ctx context.Context, c *Config, ready Ready) error {
 // RunFrontend runs a frontend process until ctx ends, then drains.
 func RunFrontend(ctx context.Context, c *Config, ready Ready) error {
 	log := c.Logger()
+	startPprof(c.PprofListen, log)
 	nc, err := bus.Connect(c.NATSURL, &bus.ConnectOptions{Name: "mcpfleet-frontend", Logger: log})
 	if err != nil {
 		return err
@@ -136,6 +138,7 @@ func RunFrontend(ctx context.Context, c *Config, ready Ready) error {
 // RunWorker runs a worker process until ctx ends, then drains.
 func RunWorker(ctx context.Context, c *Config) error {
 	log := c.Logger()
+	startPprof(c.PprofListen, log)
 	nc, err := bus.Connect(c.NATSURL, &bus.ConnectOptions{Name: "mcpfleet-worker", Logger: log})
 	if err != nil {
 		return err

@@ -40,6 +40,7 @@ type Config struct {
 	ServeTools      []string // worker: tool name patterns served (nil: all)
 	ServePrompts    []string
 	ServeResources  []string
+	PprofListen     string // address of net/http/pprof ("" off)
 	MaxListen       int64
 	ListenKeepAlive time.Duration
 }
@@ -157,6 +158,7 @@ func Parse(role Role, name string, args []string) (*Config, error) {
 		f.list(&c.ServeResources, "resources", "resource URIs and URI templates this worker serves, as glob patterns (default: all; \"none\": none)")
 	}
 	f.str(&c.ID, "id", "", "this process's id on the bus (default: random)")
+	f.str(&c.PprofListen, "pprof-listen", "", "serve net/http/pprof on this address, for profiling (empty: off; keep it on loopback)")
 	f.str(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	f.str(&c.LogFormat, "log-format", "text", "text or json")
 	f.dur(&c.DrainTimeout, "drain-timeout", 30*time.Second, "how long SIGTERM waits for in-flight requests")
