@@ -60,8 +60,9 @@ type exchange struct {
 
 	published  time.Time
 	gotFrame   bool
-	ended      bool   // the final response (or an end marker) was logged
-	closeGauge func() // the open-streams gauge of this exchange's SSE stream
+	frames     []frame // reused by take
+	ended      bool    // the final response (or an end marker) was logged
+	closeGauge func()  // the open-streams gauge of this exchange's SSE stream
 }
 
 // result of handling one frame.
@@ -181,20 +182,24 @@ func (ex *exchange) serve(w http.ResponseWriter, r *http.Request) step {
 			clientDone = ex.client.done
 		}
 		select {
-		case fr, ok := <-ex.st.ch:
-			if !ok { // frames overflowed: nothing can be resumed
-				f.metrics.droppedStream("post")
-				setOutcome(w, "dropped")
-				ex.cancelWorker()
-				return stepDone
-			}
-			if !ex.gotFrame {
+		case <-ex.st.signal:
+			var overflowed bool
+			ex.frames, overflowed = ex.st.take(ex.frames)
+			if !ex.gotFrame && len(ex.frames) > 0 {
 				ex.gotFrame = true
 				f.metrics.roundTrip(time.Since(ex.published))
 			}
 			live.Reset(f.opts.WorkerTimeout)
-			if s := ex.frame(w, fr); s != stepContinue {
-				return s
+			for _, fr := range ex.frames {
+				if s := ex.frame(w, fr); s != stepContinue {
+					return s
+				}
+			}
+			if overflowed { // frames were dropped: nothing can be resumed
+				f.metrics.droppedStream("post")
+				setOutcome(w, "dropped")
+				ex.cancelWorker()
+				return stepDone
 			}
 		case <-clientDone:
 			// The client's writer stopped: write error or overflow.
@@ -392,36 +397,17 @@ func (ex *exchange) drain() {
 	defer live.Stop()
 	for {
 		select {
-		case fr, ok := <-ex.st.ch:
-			if !ok {
-				ex.cancelWorker()
-				return
-			}
+		case <-ex.st.signal:
+			var overflowed bool
+			ex.frames, overflowed = ex.st.take(ex.frames)
 			live.Reset(f.opts.WorkerTimeout)
-			switch fr.kind {
-			case bus.FrameNotification:
-				ex.emit(fr.payload)
-			case bus.FrameServerRequest:
-				if ex.sseID == "" {
-					// Nobody can ever see it: answer it for the client so
-					// the handler does not wait for nothing.
-					ex.refuseServerRequest(fr.payload)
-					continue
+			for _, fr := range ex.frames {
+				if ex.drainFrame(fr) {
+					return
 				}
-				ex.emit(fr.payload)
-			case bus.FrameResponse:
-				if e := ex.spec.effect; e != nil {
-					if err := e(fr.payload); err != nil {
-						f.log.Error("frontend: completing a detached response", "method", ex.spec.msg.Method, "err", err)
-					}
-				}
-				ex.emit(fr.payload)
-				ex.ended = true
-				return
-			case bus.FrameEnd:
-				return
-			case bus.FrameNoResponders:
-				ex.fail(nil, 0, protocol.NewError(protocol.CodeInternalError, "no worker is available to serve %q; retry later", ex.spec.msg.Method))
+			}
+			if overflowed {
+				ex.cancelWorker()
 				return
 			}
 		case <-live.C:
@@ -501,4 +487,37 @@ func responseErrorCode(resp []byte) (int64, bool) {
 	}
 	n, err := strconv.ParseInt(string(rest[:j]), 10, 64)
 	return n, err == nil
+}
+
+// drainFrame handles one frame of a detached exchange; it reports whether
+// the exchange is over.
+func (ex *exchange) drainFrame(fr frame) bool {
+	f := ex.f
+	switch fr.kind {
+	case bus.FrameNotification:
+		ex.emit(fr.payload)
+	case bus.FrameServerRequest:
+		if ex.sseID == "" {
+			// Nobody can ever see it: answer it for the client so
+			// the handler does not wait for nothing.
+			ex.refuseServerRequest(fr.payload)
+			return false
+		}
+		ex.emit(fr.payload)
+	case bus.FrameResponse:
+		if e := ex.spec.effect; e != nil {
+			if err := e(fr.payload); err != nil {
+				f.log.Error("frontend: completing a detached response", "method", ex.spec.msg.Method, "err", err)
+			}
+		}
+		ex.emit(fr.payload)
+		ex.ended = true
+		return true
+	case bus.FrameEnd:
+		return true
+	case bus.FrameNoResponders:
+		ex.fail(nil, 0, protocol.NewError(protocol.CodeInternalError, "no worker is available to serve %q; retry later", ex.spec.msg.Method))
+		return true
+	}
+	return false
 }

@@ -28,6 +28,9 @@ type served struct {
 func (w *Worker) applyCatalog(changed []string) error {
 	w.catMu.Lock()
 	defer w.catMu.Unlock()
+	if w.leaving.Load() {
+		return nil
+	}
 	cat := w.srv.Catalog().Filter(w.opts.Filter)
 	pool := cat.Hash()
 	old := w.served.Load()
@@ -112,17 +115,41 @@ func (w *Worker) announce(leaving bool, changed []string) {
 	}
 }
 
-// heartbeats announces the worker every AnnounceInterval until stop closes.
+// heartbeats announces the worker every AnnounceInterval and tells each
+// request's frontend every HeartbeatInterval that the worker still holds
+// the request (so a dead worker is detected without waiting for the
+// request's deadline), until stop closes. One goroutine for all requests.
 func (w *Worker) heartbeats(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
-	t := time.NewTicker(w.opts.AnnounceInterval)
-	defer t.Stop()
+	ann := time.NewTicker(w.opts.AnnounceInterval)
+	defer ann.Stop()
+	var beat <-chan time.Time
+	if w.opts.HeartbeatInterval > 0 {
+		t := time.NewTicker(w.opts.HeartbeatInterval)
+		defer t.Stop()
+		beat = t.C
+	}
+	payload := []byte(w.opts.ID)
+	var running []*inflight
 	for {
 		select {
 		case <-stop:
 			return
-		case <-t.C:
-			w.announce(false, nil)
+		case <-ann.C:
+			if !w.leaving.Load() {
+				w.announce(false, nil)
+			}
+		case <-beat:
+			w.mu.Lock()
+			running = running[:0]
+			for _, f := range w.inflight {
+				running = append(running, f)
+			}
+			w.mu.Unlock()
+			for _, f := range running {
+				f.publish(bus.FrameHeartbeat, payload, false)
+			}
+			clear(running)
 		}
 	}
 }

@@ -180,7 +180,6 @@ func (w *Worker) run(ctx context.Context, cancelDeadline context.CancelFunc, f *
 		}
 		w.mu.Unlock()
 	}()
-	stopBeat := w.heartbeat(ctx, f)
 	var (
 		res protocol.Result
 		err error
@@ -191,7 +190,6 @@ func (w *Worker) run(ctx context.Context, cancelDeadline context.CancelFunc, f *
 	} else {
 		res, err = w.srv.Handle(ctx, req, msg.Params)
 	}
-	stopBeat()
 	cause := context.Cause(ctx)
 	if ctx.Err() != nil && !errors.Is(cause, context.DeadlineExceeded) && !errors.Is(cause, errShutdown) {
 		// Cancelled: abort already ended the stream (or does now).
@@ -225,33 +223,6 @@ func (w *Worker) run(ctx context.Context, cancelDeadline context.CancelFunc, f *
 		}
 	}
 	f.publish(bus.FrameResponse, out, true)
-}
-
-// heartbeat tells the frontend periodically that this worker still holds
-// the request, so a dead worker is detected without waiting for the
-// request's deadline.
-func (w *Worker) heartbeat(ctx context.Context, f *inflight) func() {
-	if w.opts.HeartbeatInterval < 0 {
-		return func() {}
-	}
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(w.opts.HeartbeatInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				f.publish(bus.FrameHeartbeat, []byte(w.opts.ID), false)
-			}
-		}
-	}()
-	return func() { close(stop); <-done }
 }
 
 func (w *Worker) onCancel(m *nats.Msg) {

@@ -78,8 +78,9 @@ type Worker struct {
 	served   atomic.Pointer[served]
 	hbStop   chan struct{}
 	hbDone   chan struct{}
-	draining bool // Shutdown started: queued requests are still served
-	closed   bool // no more requests are taken
+	leaving  atomic.Bool // Shutdown began: no more announcements as alive
+	draining bool        // Shutdown started: queued requests are still served
+	closed   bool        // no more requests are taken
 
 	seq atomic.Uint64
 }
@@ -183,11 +184,16 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 	w.draining = true
 	w.mu.Unlock()
 	var err error
-	if w.hbStop != nil {
-		close(w.hbStop)
-		<-w.hbDone
-	}
+	w.leaving.Store(true)
 	w.announce(true, nil) // frontends forget this worker now
+	defer func() {
+		// Heartbeats go on while requests finish: their frontends must
+		// not think the worker dead.
+		if w.hbStop != nil {
+			close(w.hbStop)
+			<-w.hbDone
+		}
+	}()
 	w.catMu.Lock()
 	reqSubs := w.reqSubs
 	w.reqSubs = map[string]*nats.Subscription{}
