@@ -1,0 +1,64 @@
+package e2e
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/mcpfleet/mcpfleet/internal/testenv"
+)
+
+// BenchmarkServe measures the server side of one tools/call echo through
+// the whole in-process all-in-one: the frontend's handler (called
+// directly, no network), the session store, the embedded NATS bus both
+// ways, and the worker.
+func BenchmarkServe(b *testing.B) {
+	ip := testenv.StartInProc(b, testenv.InProcOptions{NoFixture: true})
+	h := ip.Frontend.Handler()
+	post := func(body string, hdr map[string]string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range hdr {
+			r.Header.Set(k, v)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	init := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}`, nil)
+	sid := init.Header().Get("Mcp-Session-Id")
+	if sid == "" {
+		b.Fatalf("initialize: %d %s", init.Code, init.Body)
+	}
+	cases := []struct {
+		name string
+		body string
+		hdr  map[string]string
+	}{
+		{"legacy", `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello from the benchmark"}}}`,
+			map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-11-25"}},
+		{"modern", `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello from the benchmark"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
+			map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "echo"}},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var n atomic.Int64
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					body := strings.Replace(tc.body, "%d", strconv.FormatInt(n.Add(1), 10), 1)
+					w := post(body, tc.hdr)
+					if w.Code != 200 || !bytes.Contains(w.Body.Bytes(), []byte("hello from the benchmark")) {
+						b.Errorf("HTTP %d: %s", w.Code, w.Body)
+						return
+					}
+				}
+			})
+		})
+	}
+}
