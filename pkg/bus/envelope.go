@@ -22,6 +22,13 @@ type SessionInfo struct {
 type RequestHeader struct {
 	// Era is the protocol era the request is served under.
 	Era protocol.Era `json:"era"`
+	// Method and ID, when Method is set, are the request's method and id
+	// as the frontend decoded them, and the envelope's body is the
+	// request's raw params (empty when it had none): the worker does not
+	// decode the message a second time. When Method is empty the body is
+	// the whole JSON-RPC message.
+	Method string      `json:"m,omitempty"`
+	ID     protocol.ID `json:"id,omitzero"`
 	// Frontend and Stream name the stream waiting for the frames; the
 	// reply subject is Subjects.Stream(Frontend, Stream).
 	Frontend string `json:"fe"`
@@ -53,7 +60,8 @@ type RequestHeader struct {
 }
 
 // EncodeRequest builds a request envelope: the header as one line of JSON,
-// a newline, then msg verbatim (msg is never re-marshalled).
+// a newline, then msg verbatim (msg is never re-marshalled): the whole
+// message, or only its params when h.Method is set.
 func EncodeRequest(h *RequestHeader, msg []byte) ([]byte, error) {
 	hb, err := json.Marshal(h)
 	if err != nil {

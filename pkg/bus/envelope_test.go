@@ -37,6 +37,8 @@ func TestRequestEnvelopeRoundTrip(t *testing.T) {
 		{"full header", fullHeader(), []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`)},
 		{"modern, minimal header", &bus.RequestHeader{Era: protocol.EraModern, Frontend: "f", Stream: "s"}, []byte(`{"jsonrpc":"2.0","id":"a","method":"ping"}`)},
 		{"zero header", &bus.RequestHeader{}, []byte(`{}`)},
+		{"method, integer id, params body", &bus.RequestHeader{Era: protocol.EraLegacy, Method: "tools/call", ID: protocol.Int64ID(-7), Frontend: "f", Stream: "s"}, []byte(`{"name":"x"}`)},
+		{"method, string id, no params", &bus.RequestHeader{Era: protocol.EraModern, Method: "ping", ID: protocol.StringID("a\n\"b"), Frontend: "f", Stream: "s"}, []byte{}},
 		{"newlines in the message", fullHeader(), []byte("{\"jsonrpc\":\"2.0\",\n\"id\":1,\r\n\"method\":\"m\",\"params\":{\"s\":\"a\\nb\"}}\n\n")},
 		{"message starting with a newline", fullHeader(), []byte("\n{}\n")},
 		{"empty message", fullHeader(), []byte{}},
@@ -71,6 +73,16 @@ func TestRequestHeaderWireNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	if want := `{"era":2,"fe":"f","st":"s","p":"p","dl":5,"tp":"tp"}` + "\nM"; string(env) != want {
+		t.Errorf("envelope = %q, want %q", env, want)
+	}
+}
+
+func TestRequestHeaderMethodAndID(t *testing.T) {
+	env, err := bus.EncodeRequest(&bus.RequestHeader{Era: protocol.EraLegacy, Method: "ping", ID: protocol.StringID("7")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"era":1,"m":"ping","id":"7","fe":"","st":""}` + "\n"; string(env) != want {
 		t.Errorf("envelope = %q, want %q", env, want)
 	}
 }

@@ -16,7 +16,6 @@ import (
 type forwardSpec struct {
 	era     protocol.Era
 	msg     *protocol.Message
-	body    []byte
 	session *bus.SessionInfo  // legacy
 	name    string            // routing name (tool or prompt), when subject is empty
 	subject string            // where to publish; empty: Subjects.Request(method, name)
@@ -102,12 +101,12 @@ func (f *Frontend) forward(w http.ResponseWriter, r *http.Request, spec *forward
 		ex.cancelKey = bus.CancelKeyLegacy(spec.session.ID, spec.msg.ID)
 	}
 	hdr := &bus.RequestHeader{
-		Era: spec.era, Frontend: f.id, Stream: st.id, Session: spec.session,
+		Era: spec.era, Method: spec.msg.Method, ID: spec.msg.ID, Frontend: f.id, Stream: st.id, Session: spec.session,
 		DeadlineMs: ex.deadline.UnixMilli(), Traceparent: r.Header.Get("Traceparent"), Tracestate: r.Header.Get("Tracestate"),
 		ParamHeaders: spec.params, Listen: true, SessionStream: true,
 		CheckParamHeaders: spec.era == protocol.EraModern,
 	}
-	data, err := bus.EncodeRequest(hdr, spec.body)
+	data, err := bus.EncodeRequest(hdr, spec.msg.Params)
 	if err == nil && !f.nc.IsConnected() {
 		err = nats.ErrConnectionClosed // fail fast during a NATS outage
 	}

@@ -159,7 +159,7 @@ func (f *Frontend) initialize(w http.ResponseWriter, r *http.Request, msg *proto
 	}
 	var sid string
 	spec := &forwardSpec{
-		era: protocol.EraLegacy, msg: msg, body: body, noSSE: true,
+		era: protocol.EraLegacy, msg: msg, noSSE: true,
 		// The session is stored when the answer succeeds, before the
 		// client sees it; a failed initialize leaves nothing behind.
 		effect: func(resp []byte) error {
@@ -261,7 +261,7 @@ func (f *Frontend) legacyRequest(w http.ResponseWriter, r *http.Request, sess *s
 		writeError(w, http.StatusOK, msg.ID, rt.local)
 		return
 	}
-	spec := &forwardSpec{era: protocol.EraLegacy, msg: msg, body: body, session: snapshot(sess), subject: rt.subject, claim: c}
+	spec := &forwardSpec{era: protocol.EraLegacy, msg: msg, session: snapshot(sess), subject: rt.subject, claim: c}
 	if msg.Method == protocol.MethodResourcesSubscribe || msg.Method == protocol.MethodResourcesUnsubscribe {
 		// The worker validates (capability, author hook); on success the
 		// subscription is recorded here, where the store is.

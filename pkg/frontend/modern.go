@@ -81,7 +81,7 @@ func (f *Frontend) postModern(w http.ResponseWriter, r *http.Request, msg *proto
 		writeError(w, http.StatusOK, msg.ID, rt.local)
 		return
 	}
-	f.forward(w, r, &forwardSpec{era: protocol.EraModern, msg: msg, body: body, subject: rt.subject, params: paramHeaders(r)})
+	f.forward(w, r, &forwardSpec{era: protocol.EraModern, msg: msg, subject: rt.subject, params: paramHeaders(r)})
 }
 
 // checkModernMeta checks the per-request _meta and the version: a missing

@@ -32,11 +32,18 @@ type SessionStream struct {
 	Session string
 	reg     *Registry
 	tag     string // the transport's name for the stream; guarded by reg.mu
+	// announced is set when the stream's own CtlGetOpened came back on the
+	// control subject; guarded by reg.mu. Control messages arrive in the
+	// order the NATS server received them, so an announcement for another
+	// tag that arrives after this one was published after it, and
+	// supersedes it; one arriving before may be older and does not.
+	announced bool
 }
 
-// SetTag names the stream for CtlGetOpened: when a message
-// CtlGetOpened+tag arrives, every stream of the session with another
-// (non-empty) tag ends with ReasonSuperseded.
+// SetTag names the stream for CtlGetOpened. The transport then publishes
+// CtlGetOpened+tag on the session's control subject; when it comes back,
+// the stream is announced, and from then on a CtlGetOpened with another tag
+// (a newer stream, on any frontend) ends it with ReasonSuperseded.
 func (g *SessionStream) SetTag(tag string) {
 	g.reg.mu.Lock()
 	g.tag = tag
@@ -165,7 +172,10 @@ func (r *Registry) control(sessionID string, m *nats.Msg) {
 		r.mu.Lock()
 		if s := r.sessions[sessionID]; s != nil {
 			for _, g := range s.streams {
-				if g.tag != "" && g.tag != tag {
+				switch {
+				case g.tag == tag:
+					g.announced = true
+				case g.announced:
 					g.end(ReasonSuperseded)
 				}
 			}

@@ -611,3 +611,50 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 	}
 }
+
+// ctlBarrier returns once every control message of session id published
+// before it has been handled by the registries (the control subject is
+// handled in order, and CtlSubs is answered by every registry's handler).
+func ctlBarrier(t *testing.T, v *env, id string) {
+	t.Helper()
+	if _, err := v.pub.Request(v.subj.SessionControl(id), []byte(listen.CtlSubs), deadline); err != nil {
+		t.Fatalf("CtlSubs: %v", err)
+	}
+}
+
+// A GET stream is superseded only by an announcement that arrives after
+// its own: announcements published in the order a, b leave b alone while
+// a's is handled (even though b already has its tag), then end a.
+func TestSessionSupersedeOrder(t *testing.T) {
+	v := newEnv(t)
+	src := newSource()
+	r1 := v.registry(v.conn("fe1"), listen.Options{Subscriptions: src})
+	r2 := v.registry(v.conn("fe2"), listen.Options{Subscriptions: src})
+	a := openSession(t, r1, "s")
+	a.SetTag("a")
+	b := openSession(t, r1, "s")
+	b.SetTag("b")
+	untagged := openSession(t, r1, "s")
+
+	v.publish(v.subj.SessionControl("s"), []byte(listen.CtlGetOpened+"a"))
+	ctlBarrier(t, v, "s")
+	notDone(t, a.Done(), "stream a after its own announcement")
+	notDone(t, b.Done(), "stream b after an older announcement")
+
+	v.publish(v.subj.SessionControl("s"), []byte(listen.CtlGetOpened+"b"))
+	waitDone(t, a.Done(), "stream a after b's announcement")
+	if a.Reason() != listen.ReasonSuperseded {
+		t.Fatalf("a: Reason = %q, want %q", a.Reason(), listen.ReasonSuperseded)
+	}
+	ctlBarrier(t, v, "s")
+	notDone(t, b.Done(), "stream b after its own announcement")
+	notDone(t, untagged.Done(), "an untagged stream")
+
+	// A newer stream on another frontend supersedes b.
+	c := openSession(t, r2, "s")
+	c.SetTag("c")
+	v.publish(v.subj.SessionControl("s"), []byte(listen.CtlGetOpened+"c"))
+	waitDone(t, b.Done(), "stream b after c's announcement")
+	ctlBarrier(t, v, "s")
+	notDone(t, c.Done(), "stream c")
+}

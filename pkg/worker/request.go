@@ -84,7 +84,7 @@ func (w *Worker) onRequest(m *nats.Msg) {
 		w.onNotification(hdr, raw)
 		return
 	}
-	msg, err := protocol.Decode(raw, 0)
+	msg, err := requestMessage(hdr, raw)
 	if err != nil || msg.Kind() != protocol.KindRequest {
 		var id protocol.ID
 		var de *protocol.DecodeError
@@ -165,6 +165,20 @@ func (w *Worker) onRequest(m *nats.Msg) {
 
 	req.Out = &outbound{f: f}
 	go w.run(ctx, cancelDeadline, f, req, msg)
+}
+
+// requestMessage returns the request an envelope carries: built from the
+// header's method and id around the raw params when the frontend sent
+// them that way (no second decode), else decoded from the whole message.
+func requestMessage(hdr *bus.RequestHeader, raw []byte) (*protocol.Message, error) {
+	if hdr.Method == "" {
+		return protocol.Decode(raw, 0)
+	}
+	msg := &protocol.Message{ID: hdr.ID, Method: hdr.Method}
+	if len(raw) > 0 {
+		msg.Params = raw
+	}
+	return msg, nil
 }
 
 func (w *Worker) run(ctx context.Context, cancelDeadline context.CancelFunc, f *inflight, req *mcp.Request, msg *protocol.Message) {
