@@ -41,3 +41,11 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 lint: vet
+
+# mcpfleet beside the peer Go MCP servers of ../shared/bench (echo tool at
+# c=1, 16, 64: all-in-one, cluster, go-sdk, mcp-go, floor), then the scale
+# figures and the targets. BENCH_DURATION (default 5s) is each run's
+# measured time; scripts/bench.sh lists the other knobs.
+.PHONY: bench
+bench:
+	./scripts/bench.sh

@@ -1,0 +1,27 @@
+// Package loadgen is mcpfleet's load generator: the library behind
+// `mcpfleet bench` and `make bench`.
+//
+// Run drives tools/call requests at an MCP Streamable HTTP endpoint (one
+// or several frontends, round-robin per request) for a bounded time and
+// reports throughput, latency percentiles, errors by kind and, given
+// server PIDs, server CPU per request and RSS. Two wire shapes:
+//
+//   - legacy (2025-11-25): initialize + notifications/initialized per
+//     session, then requests carrying Mcp-Session-Id and
+//     MCP-Protocol-Version;
+//   - modern (2026-07-28): no handshake; every request carries the
+//     per-request _meta (protocolVersion, clientCapabilities, clientInfo)
+//     and the MCP-Protocol-Version, Mcp-Method and Mcp-Name headers.
+//
+// Replies may be application/json or text/event-stream (read until the
+// response with the request's id).
+//
+// The scale helpers measure what idle clients cost a server:
+// MeasureIdleSessions (initialized legacy sessions with nothing left
+// open), MeasureIdleListens (idle subscriptions/listen streams) and
+// MeasureFanOut (one notifications/resources/updated delivered to many
+// listen streams).
+//
+// Everything is bounded: only loopback URLs are accepted, every HTTP
+// exchange has a timeout and a run lasts at most MaxDuration.
+package loadgen

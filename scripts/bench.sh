@@ -1,0 +1,297 @@
+#!/usr/bin/env bash
+# make bench: mcpfleet side by side with the peer Go MCP servers of
+# ../shared/bench (go-sdk, mcp-go, a bare net/http floor), then the scale
+# figures, then the project's targets with PASS/FAIL.
+#
+# Every configuration calls the echo tool at each concurrency of
+# BENCH_CONCURRENCY with `mcpfleet bench`; every server is started here, on
+# free loopback ports, and stopped here by its PID; every run is bounded by
+# `timeout`. A missed target does not fail the script; an error does
+# (exit 1, after the report).
+#
+# Environment (defaults in brackets):
+#   BENCH_DURATION       measured time of each run [5s]
+#   BENCH_WARMUP         warm-up of each run [1s]
+#   BENCH_CONCURRENCY    concurrencies ["1 16 64"]
+#   BENCH_IDLE_SESSIONS  idle legacy sessions [1000]
+#   BENCH_LISTENS        idle listen streams, and fan-out streams [10000]
+#   BENCH_FANOUT_EVENTS  touch_resource events of the fan-out [20]
+#   BENCH_OUT            results (results.jsonl) and server logs [.cache/bench]
+#   MCPFLEET_SHARED      the shared folder holding bench/ [../shared]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+DUR=${BENCH_DURATION:-5s}
+WARM=${BENCH_WARMUP:-1s}
+CONCS=${BENCH_CONCURRENCY:-"1 16 64"}
+IDLE_SESSIONS=${BENCH_IDLE_SESSIONS:-1000}
+LISTENS=${BENCH_LISTENS:-10000}
+EVENTS=${BENCH_FANOUT_EVENTS:-20}
+SHARED=${MCPFLEET_SHARED:-$root/../shared}
+OUT=${BENCH_OUT:-$root/.cache/bench}
+
+GOBIN=$(go env GOPATH)/bin
+NATS=$(command -v nats-server || echo "$GOBIN/nats-server")
+REDIS=$(command -v redis-server || echo /usr/bin/redis-server)
+
+die() { echo "bench: $*" >&2; exit 1; }
+errors=0
+fail() { echo "bench: ERROR: $*" >&2; errors=$((errors + 1)); }
+
+[ -d "$SHARED/bench/cmd" ] || die "$SHARED/bench is missing (the peer servers); set MCPFLEET_SHARED"
+[ -x "$NATS" ] || die "nats-server is missing; run 'make deps'"
+[ -x "$REDIS" ] || die "redis-server is missing; run 'make deps'"
+
+# secs DURATION: a Go duration (5s, 500ms, 1m30s) in whole seconds, rounded up.
+secs() {
+  local d=$1 total=0 n unit
+  while [[ $d =~ ^([0-9]+)(ms|s|m|h)(.*)$ ]]; do
+    n=${BASH_REMATCH[1]} unit=${BASH_REMATCH[2]} d=${BASH_REMATCH[3]}
+    case $unit in
+      ms) total=$((total + (n + 999) / 1000)) ;;
+      s) total=$((total + n)) ;;
+      m) total=$((total + 60 * n)) ;;
+      h) total=$((total + 3600 * n)) ;;
+    esac
+  done
+  [ -z "$d" ] || die "cannot read the duration '$1' (use whole units: 5s, 500ms, 1m)"
+  echo "$total"
+}
+RUN_TIMEOUT=$(($(secs "$DUR") + $(secs "$WARM") + 60))
+SCALE_TIMEOUT=300
+
+# 10,000 sockets need as many open files, here and in the frontends.
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/mcpfleet-bench.XXXXXX")
+bin=$work/bin
+logs=$OUT/logs
+results=$OUT/results.jsonl
+mkdir -p "$bin" "$logs"
+rm -f "$logs"/*.log "$results"
+
+# Processes started here: "pid" entries, removed once stopped and reaped.
+PIDS=()
+start() { # NAME COMMAND...: runs it in the background; sets PID
+  local name=$1
+  shift
+  "$@" >"$logs/$name.log" 2>&1 &
+  PID=$!
+  PIDS+=("$PID")
+}
+stop() { # PID...: SIGTERM, up to 5 s, then SIGKILL; reaps them
+  local p q alive keep=()
+  [ $# -gt 0 ] || return 0
+  for p in "$@"; do kill -TERM "$p" 2>/dev/null; done
+  for _ in $(seq 50); do
+    alive=0
+    for p in "$@"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [ $alive = 0 ] && break
+    sleep 0.1
+  done
+  for p in "$@"; do
+    kill -KILL "$p" 2>/dev/null
+    wait "$p" 2>/dev/null
+  done
+  for q in "${PIDS[@]}"; do
+    alive=1
+    for p in "$@"; do [ "$q" = "$p" ] && alive=0; done
+    [ $alive = 1 ] && keep+=("$q")
+  done
+  PIDS=("${keep[@]}")
+}
+cleanup() {
+  stop "${PIDS[@]}"
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'echo "bench: interrupted" >&2; exit 130' INT TERM
+
+free_port() { # a loopback port below the ephemeral range that nothing listens on
+  local p
+  for _ in $(seq 200); do
+    p=$((20000 + RANDOM % 12000))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+      echo "$p"
+      return 0
+    fi
+  done
+  return 1
+}
+wait_port() { # PORT PID
+  for _ in $(seq 100); do
+    kill -0 "$2" 2>/dev/null || return 1
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}
+wait_log() { # LOG PID REGEX: waits until the log matches; prints the match
+  local m
+  for _ in $(seq 200); do
+    m=$(grep -o -m1 -E "$3" "$1" 2>/dev/null | head -1)
+    [ -n "$m" ] && { echo "$m"; return 0; }
+    kill -0 "$2" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+serving_url() { # LOG PID: the MCP URL an mcpfleet process serves
+  local m
+  m=$(wait_log "$1" "$2" 'msg="mcpfleet serving" url=[^ ]+') || return 1
+  echo "${m##*url=}"
+}
+
+bench() { # mcpfleet bench flags...; appends to results.jsonl
+  timeout -k 5 "$RUN_TIMEOUT" "$bin/mcpfleet" bench -quiet -jsonl "$results" "$@" ||
+    fail "mcpfleet bench $* exited with status $?"
+}
+scale() {
+  timeout -k 5 "$SCALE_TIMEOUT" "$bin/mcpfleet" bench -jsonl "$results" "$@" ||
+    fail "mcpfleet bench $* exited with status $?"
+}
+load() { # LABEL PROTO URLS PIDS: one run per concurrency
+  local c
+  for c in $CONCS; do
+    bench -label "$1" -proto "$2" -url "$3" -pid "$4" -c "$c" -d "$DUR" -warmup "$WARM"
+  done
+}
+
+echo "== mcpfleet bench: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+echo "$(go version); kernel $(uname -r); $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'); $(nproc) cores shared by servers and load generator"
+echo "duration ${DUR} + warm-up ${WARM} per run; concurrency ${CONCS}; open files limit $(ulimit -n); results in $results"
+
+echo "== building"
+cp -r "$SHARED/bench" "$work/peers" || die "copying $SHARED/bench"
+chmod -R u+w "$work/peers"
+(cd "$work/peers" && go build -o "$bin/" ./cmd/gosdkserver ./cmd/mcpgoserver ./cmd/floorserver) || die "building the peer servers"
+go build -o "$bin/" ./cmd/mcpfleet ./cmd/frontend ./cmd/worker || die "building mcpfleet"
+grep -E 'mark3labs/mcp-go|modelcontextprotocol/go-sdk' "$work/peers/go.mod" | sed 's/^[[:space:]]*/peer: /'
+echo "nats-server: $("$NATS" --version 2>&1 | head -1); redis-server: $("$REDIS" --version | head -1 | cut -d' ' -f3)"
+
+STATE_KEY=$(head -c 32 /dev/urandom | base64)
+
+# aio NAME [ARGS...]: starts an all-in-one; sets AIO_PID and AIO_URL.
+aio_up() {
+  local name=$1
+  shift
+  start "$name" env MCPFLEET_STATE_KEY="$STATE_KEY" "$bin/mcpfleet" serve --listen 127.0.0.1:0 --drain-timeout 2s "$@"
+  AIO_PID=$PID
+  AIO_URL=$(serving_url "$logs/$name.log" "$PID") || {
+    fail "$name did not start; see $logs/$name.log"
+    stop "$AIO_PID"
+    return 1
+  }
+}
+
+# cluster_up NAME FRONTENDS [FRONTEND ARGS...]: nats-server, redis-server,
+# one worker and FRONTENDS frontends. Sets CL_URLS (comma list), CL_FE_PIDS
+# (array), CL_PIDS (comma list of all four kinds), CL_REDIS, CL_ALL (array).
+cluster_up() {
+  local name=$1 nfe=$2 np rp i url
+  shift 2
+  CL_URLS="" CL_FE_PIDS=() CL_ALL=()
+  np=$(free_port) && rp=$(free_port) || { fail "no free port"; return 1; }
+  printf 'listen: 127.0.0.1:%s\nmax_payload: 8MB\n' "$np" >"$work/$name-nats.conf"
+  start "$name-nats" "$NATS" -c "$work/$name-nats.conf"
+  local nats_pid=$PID
+  mkdir -p "$work/$name-redis"
+  start "$name-redis" "$REDIS" --bind 127.0.0.1 --port "$rp" --dir "$work/$name-redis" \
+    --appendonly yes --appendfsync everysec --save ""
+  local redis_pid=$PID
+  CL_ALL=("$nats_pid" "$redis_pid")
+  if ! wait_port "$np" "$nats_pid" || ! wait_port "$rp" "$redis_pid"; then
+    fail "$name: nats-server or redis-server did not start; see $logs/$name-*.log"
+    stop "${CL_ALL[@]}"
+    return 1
+  fi
+  CL_REDIS=redis://127.0.0.1:$rp/0
+  start "$name-worker" env MCPFLEET_STATE_KEY="$STATE_KEY" "$bin/worker" --nats-url "nats://127.0.0.1:$np" --drain-timeout 2s
+  CL_ALL+=("$PID")
+  CL_PIDS="$nats_pid,$redis_pid,$PID"
+  if ! wait_log "$logs/$name-worker.log" "$PID" 'msg="worker serving"' >/dev/null; then
+    fail "$name: the worker did not start; see $logs/$name-worker.log"
+    stop "${CL_ALL[@]}"
+    return 1
+  fi
+  for i in $(seq "$nfe"); do
+    start "$name-frontend$i" "$bin/frontend" --listen 127.0.0.1:0 --nats-url "nats://127.0.0.1:$np" \
+      --redis-url "$CL_REDIS" --drain-timeout 2s "$@"
+    CL_ALL+=("$PID")
+    CL_FE_PIDS+=("$PID")
+    CL_PIDS="$CL_PIDS,$PID"
+    if ! url=$(serving_url "$logs/$name-frontend$i.log" "$PID"); then
+      fail "$name: frontend $i did not start; see $logs/$name-frontend$i.log"
+      stop "${CL_ALL[@]}"
+      return 1
+    fi
+    CL_URLS=${CL_URLS:+$CL_URLS,}$url
+  done
+}
+cluster_down() { # frontends and worker drain first, then nats-server and redis-server
+  stop "${CL_ALL[@]:2}"
+  stop "${CL_ALL[@]:0:2}"
+}
+
+echo "== throughput and latency: echo tool, c = $CONCS"
+for proto in legacy modern; do
+  if aio_up "mcpfleet-aio-$proto"; then
+    load mcpfleet-aio "$proto" "$AIO_URL" "$AIO_PID"
+    stop "$AIO_PID"
+  fi
+done
+for proto in legacy modern; do
+  # CPU summed over nats-server, redis-server, the worker and the frontend.
+  if cluster_up "cluster-$proto" 1; then
+    load mcpfleet-cluster "$proto" "$CL_URLS" "$CL_PIDS"
+    cluster_down
+  fi
+done
+peer() { # LABEL PROTO BINARY ARGS...
+  local label=$1 proto=$2 port
+  shift 2
+  port=$(free_port) || { fail "no free port"; return; }
+  start "$label-$proto" "$@" -addr "127.0.0.1:$port"
+  if ! wait_port "$port" "$PID"; then
+    fail "$label did not start; see $logs/$label-$proto.log"
+    stop "$PID"
+    return
+  fi
+  load "$label" "$proto" "http://127.0.0.1:$port/mcp" "$PID"
+  stop "$PID"
+}
+peer go-sdk legacy "$bin/gosdkserver"             # stateful, SSE replies
+peer go-sdk modern "$bin/gosdkserver" -stateless  # the 2026-07-28 path
+peer mcp-go legacy "$bin/mcpgoserver"             # default mode
+peer mcp-go modern "$bin/mcpgoserver"
+peer floor legacy "$bin/floorserver"              # not MCP: bare net/http + encoding/json
+
+echo "== scale"
+if aio_up scale-aio; then
+  scale -scale sessions -n "$IDLE_SESSIONS" -url "$AIO_URL" -pid "$AIO_PID" -label mcpfleet-aio
+  stop "$AIO_PID"
+fi
+# nats-server + redis-server + 2 frontends (no listen cap) + 1 worker:
+# sessions on frontend 2 (with Redis), idle listen streams on frontend 1,
+# then the fan-out over both.
+if cluster_up scale-cluster 2 --max-listen-subscriptions 0; then
+  fe1=${CL_URLS%%,*} fe2=${CL_URLS##*,}
+  scale -scale sessions -n "$IDLE_SESSIONS" -url "$fe2" -pid "${CL_FE_PIDS[1]}" -redis "$CL_REDIS" -label mcpfleet-cluster
+  scale -scale listens -n "$LISTENS" -url "$fe1" -pid "${CL_FE_PIDS[0]}" -label mcpfleet-frontend
+  scale -scale fanout -n "$LISTENS" -events "$EVENTS" -url "$CL_URLS" -label mcpfleet-cluster-2fe
+  cluster_down
+fi
+
+echo
+if [ -s "$results" ]; then
+  "$bin/mcpfleet" bench report "$results" || fail "the report failed"
+else
+  fail "no results"
+fi
+echo
+echo "results: $results; server logs: $logs"
+if [ "$errors" -gt 0 ]; then
+  echo "bench: $errors error(s), see above" >&2
+  exit 1
+fi
