@@ -3,6 +3,8 @@
 // utility subcommands.
 //
 //	mcpfleet serve [flags]    run the all-in-one server (default)
+//	mcpfleet bench [flags]    load and scale benchmarks (mcpfleet bench -h)
+//	mcpfleet stdio [flags]    serve over stdin/stdout (for clients that spawn servers)
 //	mcpfleet version
 package main
 
@@ -35,12 +37,16 @@ func main() {
 			fmt.Fprintln(os.Stderr, "mcpfleet:", err)
 			os.Exit(1)
 		}
+	case "bench":
+		os.Exit(runBench(args))
+	case "stdio":
+		os.Exit(runStdio(args))
 	case "version":
 		fmt.Println("mcpfleet", app.Version)
 	case "help", "-h", "--help":
-		fmt.Println("usage: mcpfleet [serve] [flags] | mcpfleet version\nrun 'mcpfleet serve -h' for the flags")
+		fmt.Println("usage: mcpfleet [serve] [flags] | mcpfleet bench [flags] | mcpfleet stdio [flags] | mcpfleet version\nrun 'mcpfleet serve -h' for the flags")
 	default:
-		fmt.Fprintf(os.Stderr, "mcpfleet: unknown command %q (try: serve, version)\n", cmd)
+		fmt.Fprintf(os.Stderr, "mcpfleet: unknown command %q (try: serve, bench, stdio, version)\n", cmd)
 		os.Exit(2)
 	}
 }

@@ -118,13 +118,19 @@ const (
 	RoleAllInOne Role = iota
 	RoleFrontend
 	RoleWorker
+	// RoleStdio is `mcpfleet stdio`: the handlers on stdin/stdout, no
+	// HTTP, NATS or store.
+	RoleStdio
 )
+
+// servesHTTP reports whether the role has an MCP HTTP endpoint.
+func (r Role) servesHTTP() bool { return r == RoleAllInOne || r == RoleFrontend }
 
 // Parse parses args for role into a validated Config.
 func Parse(role Role, name string, args []string) (*Config, error) {
 	c := &Config{}
 	f := &flagSet{fs: flag.NewFlagSet(name, flag.ContinueOnError)}
-	if role != RoleWorker {
+	if role.servesHTTP() {
 		f.str(&c.Listen, "listen", "127.0.0.1:8080", "HTTP listen address")
 		f.str(&c.Path, "path", "/mcp", "path of the MCP endpoint")
 		f.dur(&c.SessionTTL, "session-ttl", 30*time.Minute, "idle lifetime of a legacy session")
@@ -138,7 +144,7 @@ func Parse(role Role, name string, args []string) (*Config, error) {
 		f.str(&c.Fixture, "fixture", "", `extra handlers to serve: "" or "conformance"`)
 		f.str(&c.StateKey, "state-key", "", "base64 of the 32-byte key sealing 2026-07-28 requestState; every worker of a cluster must share it (default: shared by the running workers, or random)")
 	}
-	if role != RoleWorker {
+	if role.servesHTTP() {
 		f.i64(&c.MaxListen, "max-listen-subscriptions", 1000, "most subscriptions/listen streams per frontend (0 = unlimited; 503 beyond)")
 		f.dur(&c.ListenKeepAlive, "listen-keepalive-interval", 15*time.Second, "interval of SSE keepalive comments on listen streams, which also free dead peers' slots (0 disables)")
 	}
@@ -156,12 +162,19 @@ func Parse(role Role, name string, args []string) (*Config, error) {
 		f.list(&c.ServeTools, "tools", "tool names this worker serves, as glob patterns (default: all; \"none\": none)")
 		f.list(&c.ServePrompts, "prompts", "prompt names this worker serves, as glob patterns (default: all; \"none\": none)")
 		f.list(&c.ServeResources, "resources", "resource URIs and URI templates this worker serves, as glob patterns (default: all; \"none\": none)")
+	case RoleStdio:
+		f.dur(&c.RequestTimeout, "request-timeout", 10*time.Minute, "longest time a request may take")
+		f.i64(&c.MaxBodyBytes, "max-message-bytes", 4<<20, "largest accepted message (one line)")
 	}
-	f.str(&c.ID, "id", "", "this process's id on the bus (default: random)")
-	f.str(&c.PprofListen, "pprof-listen", "", "serve net/http/pprof on this address, for profiling (empty: off; keep it on loopback)")
-	f.str(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
+	if role != RoleStdio {
+		f.str(&c.ID, "id", "", "this process's id on the bus (default: random)")
+		f.str(&c.PprofListen, "pprof-listen", "", "serve net/http/pprof on this address, for profiling (empty: off; keep it on loopback)")
+		f.dur(&c.DrainTimeout, "drain-timeout", 30*time.Second, "how long SIGTERM waits for in-flight requests")
+	} else {
+		f.dur(&c.DrainTimeout, "drain-timeout", 5*time.Second, "how long requests in flight at the end of stdin may run on")
+	}
+	f.str(&c.LogLevel, "log-level", "info", "debug, info, warn or error (logs go to stderr)")
 	f.str(&c.LogFormat, "log-format", "text", "text or json")
-	f.dur(&c.DrainTimeout, "drain-timeout", 30*time.Second, "how long SIGTERM waits for in-flight requests")
 	if err := f.fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -176,7 +189,15 @@ func Parse(role Role, name string, args []string) (*Config, error) {
 
 func (c *Config) validate(role Role) error {
 	var errs []error
-	if role != RoleWorker {
+	if role == RoleStdio {
+		if c.RequestTimeout <= 0 {
+			errs = append(errs, errors.New("--request-timeout must be positive"))
+		}
+		if c.MaxBodyBytes <= 0 {
+			errs = append(errs, errors.New("--max-message-bytes must be positive"))
+		}
+	}
+	if role.servesHTTP() {
 		if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 			errs = append(errs, fmt.Errorf("--listen %q: %v", c.Listen, err))
 		}
@@ -212,7 +233,7 @@ func (c *Config) validate(role Role) error {
 	default:
 		errs = append(errs, fmt.Errorf("--fixture %q: want \"\" or \"conformance\"", c.Fixture))
 	}
-	if role != RoleAllInOne && c.NATSURL == "" {
+	if (role == RoleFrontend || role == RoleWorker) && c.NATSURL == "" {
 		errs = append(errs, errors.New("--nats-url is required"))
 	}
 	if role == RoleFrontend && c.RedisURL == "" {

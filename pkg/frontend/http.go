@@ -126,7 +126,7 @@ func (f *Frontend) eraOf(r *http.Request, msg *protocol.Message, head *protocol.
 	if r.Header.Get(hdrSessionID) != "" {
 		return protocol.EraLegacy
 	}
-	if head.Meta != nil && (head.Meta.ProtocolVersion != nil || head.Meta.ClientCapabilities != nil) {
+	if protocol.IsModernMeta(head.Meta) {
 		return protocol.EraModern
 	}
 	v := r.Header.Get(hdrProtocolVersion)

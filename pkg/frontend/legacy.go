@@ -15,19 +15,6 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// legacyMethods are the client requests of the handshake era.
-var legacyMethods = map[string]bool{
-	protocol.MethodInitialize: true, protocol.MethodPing: true,
-	protocol.MethodToolsList: true, protocol.MethodToolsCall: true,
-	protocol.MethodPromptsList: true, protocol.MethodPromptsGet: true,
-	protocol.MethodResourcesList: true, protocol.MethodResourcesTemplatesList: true,
-	protocol.MethodResourcesRead: true, protocol.MethodResourcesSubscribe: true,
-	protocol.MethodResourcesUnsubscribe: true, protocol.MethodCompletionComplete: true,
-	protocol.MethodLoggingSetLevel: true,
-	protocol.MethodTasksGet:        true, protocol.MethodTasksResult: true,
-	protocol.MethodTasksList: true, protocol.MethodTasksCancel: true,
-}
-
 // storeTimeout bounds one session-store call made for a request.
 const storeTimeout = 5 * time.Second
 
@@ -70,7 +57,7 @@ type claim struct {
 // forwarded reports whether a legacy message is a request the workers run
 // (and so claims its id).
 func forwarded(msg *protocol.Message) bool {
-	return msg.Kind() == protocol.KindRequest && legacyMethods[msg.Method] && !mcp.CatalogMethods[msg.Method] &&
+	return msg.Kind() == protocol.KindRequest && protocol.IsEraMethod(protocol.EraLegacy, msg.Method) && !mcp.CatalogMethods[msg.Method] &&
 		msg.Method != protocol.MethodPing && msg.Method != protocol.MethodLoggingSetLevel
 }
 
@@ -222,7 +209,7 @@ func (f *Frontend) initialize(w http.ResponseWriter, r *http.Request, msg *proto
 
 func (f *Frontend) legacyRequest(w http.ResponseWriter, r *http.Request, sess *sessionstore.Session, msg *protocol.Message, head *protocol.ParamsHead, body []byte, c *claim) {
 	switch {
-	case !legacyMethods[msg.Method]:
+	case !protocol.IsEraMethod(protocol.EraLegacy, msg.Method):
 		writeError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeMethodNotFound, "method not found: %q", msg.Method))
 		return
 	case msg.Method == protocol.MethodPing:

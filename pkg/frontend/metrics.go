@@ -70,11 +70,10 @@ func NewMetrics(reg prometheus.Registerer, sessions func() int) *Metrics {
 // knownMethods bounds the method label's values.
 var knownMethods = func() map[string]bool {
 	m := map[string]bool{}
-	for k := range legacyMethods {
-		m[k] = true
-	}
-	for k := range modernMethods {
-		m[k] = true
+	for _, era := range []protocol.Era{protocol.EraLegacy, protocol.EraModern} {
+		for _, k := range protocol.EraMethods(era) {
+			m[k] = true
+		}
 	}
 	for _, n := range []string{protocol.NotificationInitialized, protocol.NotificationCancelled, protocol.NotificationRootsListChanged, "response", "GET", "DELETE"} {
 		m[n] = true

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -13,16 +12,6 @@ import (
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
 )
-
-// modernMethods are the client requests of the stateless era.
-var modernMethods = map[string]bool{
-	protocol.MethodServerDiscover: true,
-	protocol.MethodToolsList:      true, protocol.MethodToolsCall: true,
-	protocol.MethodPromptsList: true, protocol.MethodPromptsGet: true,
-	protocol.MethodResourcesList: true, protocol.MethodResourcesTemplatesList: true,
-	protocol.MethodResourcesRead: true, protocol.MethodCompletionComplete: true,
-	protocol.MethodSubscriptionsListen: true,
-}
 
 // postModern serves a 2026-07-28 request: self-contained, no session.
 func (f *Frontend) postModern(w http.ResponseWriter, r *http.Request, msg *protocol.Message, head *protocol.ParamsHead, body []byte) {
@@ -36,7 +25,7 @@ func (f *Frontend) postModern(w http.ResponseWriter, r *http.Request, msg *proto
 	}
 	// An unknown or legacy-only method is 404 whatever else is wrong with
 	// the request (SDKs send logging/setLevel without modern _meta).
-	if !modernMethods[msg.Method] {
+	if !protocol.IsEraMethod(protocol.EraModern, msg.Method) {
 		writeError(w, http.StatusNotFound, msg.ID, protocol.NewError(protocol.CodeMethodNotFound, "method not found: %q", msg.Method))
 		return
 	}
@@ -88,32 +77,17 @@ func (f *Frontend) postModern(w http.ResponseWriter, r *http.Request, msg *proto
 // required key is -32602, an unsupported version -32022 (with the
 // supported list), a header that differs from the _meta version -32020.
 func checkModernMeta(r *http.Request, head *protocol.ParamsHead) *protocol.Error {
-	meta := head.Meta
-	switch {
-	case meta == nil:
-		return protocol.NewError(protocol.CodeInvalidParams, "invalid params: params._meta is required")
-	case meta.ProtocolVersion == nil:
-		return protocol.NewError(protocol.CodeInvalidParams, "invalid params: _meta[%q] is required", protocol.MetaProtocolVersion)
-	case meta.ClientCapabilities == nil:
-		return protocol.NewError(protocol.CodeInvalidParams, "invalid params: _meta[%q] is required", protocol.MetaClientCapabilities)
-	}
-	version := *meta.ProtocolVersion
-	hv := strings.TrimSpace(r.Header.Get(hdrProtocolVersion))
-	if hv != version {
-		if hv == "" {
+	return protocol.CheckModernMeta(head.Meta, func(version string) *protocol.Error {
+		hv := strings.TrimSpace(r.Header.Get(hdrProtocolVersion))
+		switch {
+		case hv == version:
+			return nil
+		case hv == "":
 			return protocol.NewError(protocol.CodeHeaderMismatch, "header mismatch: the MCP-Protocol-Version header is required")
 		}
 		return protocol.NewError(protocol.CodeHeaderMismatch,
 			"header mismatch: MCP-Protocol-Version %q does not equal _meta protocolVersion %q", hv, version)
-	}
-	if !protocol.IsModernVersion(version) {
-		return protocol.NewError(protocol.CodeUnsupportedProtocolVersion, "unsupported protocol version %q", version).
-			WithData(&protocol.UnsupportedVersionData{Supported: slices.Clone(protocol.SupportedVersions), Requested: version})
-	}
-	if meta.LogLevel != nil && !meta.LogLevel.Valid() {
-		return protocol.NewError(protocol.CodeInvalidParams, "invalid params: unknown log level %q", *meta.LogLevel)
-	}
-	return nil
+	})
 }
 
 // checkModernHeaders checks Mcp-Method (every request) and Mcp-Name

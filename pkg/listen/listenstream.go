@@ -1,10 +1,6 @@
 package listen
 
-import (
-	"encoding/json"
-
-	"github.com/mcpfleet/mcpfleet/pkg/protocol"
-)
+import "github.com/mcpfleet/mcpfleet/pkg/protocol"
 
 // listenKey names a listen stream for duplicate detection: the client (as
 // the transport identifies it) and the subscription id.
@@ -101,40 +97,12 @@ func (l *ListenStream) Close() {
 }
 
 // Ack is notifications/subscriptions/acknowledged for this stream.
-func (l *ListenStream) Ack() []byte {
-	p := protocol.SubscriptionsAckParams{
-		Meta:          protocol.Meta{protocol.MetaSubscriptionID: json.RawMessage(l.idJSON)},
-		Notifications: l.filter,
-	}
-	b, _ := protocol.EncodeNotification(protocol.NotificationSubscriptionsAck, &p)
-	return b
-}
+func (l *ListenStream) Ack() []byte { return AckMessage(l.ID, l.filter) }
 
 // Final is the SubscriptionsListenResult that ends the stream gracefully.
-func (l *ListenStream) Final() []byte {
-	return protocol.AppendResponse(nil, l.ID, l.finalResult())
-}
+func (l *ListenStream) Final() []byte { return FinalMessage(l.ID) }
 
-func (l *ListenStream) finalResult() []byte {
-	b := []byte(`{"resultType":"complete","_meta":{"` + protocol.MetaSubscriptionID + `":`)
-	b = append(b, l.idJSON...)
-	return append(b, "}}"...)
-}
-
-// tag builds a notification for this stream: method, the uri (for
-// resources/updated) and the subscription id in _meta.
+// tag builds a notification for this stream.
 func (l *ListenStream) tag(method, uri string) []byte {
-	b := make([]byte, 0, 128+len(uri))
-	b = append(b, `{"jsonrpc":"2.0","method":"`...)
-	b = append(b, method...)
-	b = append(b, `","params":{`...)
-	if uri != "" {
-		u, _ := json.Marshal(uri)
-		b = append(b, `"uri":`...)
-		b = append(b, u...)
-		b = append(b, ',')
-	}
-	b = append(b, `"_meta":{"`+protocol.MetaSubscriptionID+`":`...)
-	b = append(b, l.idJSON...)
-	return append(b, "}}}"...)
+	return AppendTagged(nil, l.idJSON, method, uri)
 }

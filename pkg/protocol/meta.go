@@ -1,6 +1,9 @@
 package protocol
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"slices"
+)
 
 // Reserved _meta keys.
 const (
@@ -46,4 +49,41 @@ type ParamsHead struct {
 	RequestID json.RawMessage `json:"requestId,omitempty"`
 	// RequestState is an MRTR retry's requestState.
 	RequestState *string `json:"requestState,omitempty"`
+}
+
+// CheckModernMeta applies the 2026-07-28 rules for a request's _meta, the
+// same on every transport: a missing _meta or required key is -32602, an
+// unsupported protocol version -32022 (with the supported list), an
+// unknown log level -32602. versionCheck, when not nil, runs after the
+// required keys are found and before the version is checked: HTTP compares
+// the MCP-Protocol-Version header there (-32020 on mismatch).
+func CheckModernMeta(meta *RequestMeta, versionCheck func(version string) *Error) *Error {
+	switch {
+	case meta == nil:
+		return NewError(CodeInvalidParams, "invalid params: params._meta is required")
+	case meta.ProtocolVersion == nil:
+		return NewError(CodeInvalidParams, "invalid params: _meta[%q] is required", MetaProtocolVersion)
+	case meta.ClientCapabilities == nil:
+		return NewError(CodeInvalidParams, "invalid params: _meta[%q] is required", MetaClientCapabilities)
+	}
+	version := *meta.ProtocolVersion
+	if versionCheck != nil {
+		if e := versionCheck(version); e != nil {
+			return e
+		}
+	}
+	if !IsModernVersion(version) {
+		return NewError(CodeUnsupportedProtocolVersion, "unsupported protocol version %q", version).
+			WithData(&UnsupportedVersionData{Supported: slices.Clone(SupportedVersions), Requested: version})
+	}
+	if meta.LogLevel != nil && !meta.LogLevel.Valid() {
+		return NewError(CodeInvalidParams, "invalid params: unknown log level %q", *meta.LogLevel)
+	}
+	return nil
+}
+
+// IsModernMeta reports whether a request's _meta makes it a 2026-07-28
+// request: it names a protocol version or client capabilities.
+func IsModernMeta(meta *RequestMeta) bool {
+	return meta != nil && (meta.ProtocolVersion != nil || meta.ClientCapabilities != nil)
 }

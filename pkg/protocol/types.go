@@ -1,6 +1,9 @@
 package protocol
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"slices"
+)
 
 // Method names.
 const (
@@ -273,4 +276,41 @@ type CancelledParams struct {
 type PaginatedParams struct {
 	Meta   *RequestMeta `json:"_meta,omitempty"`
 	Cursor *string      `json:"cursor,omitempty"`
+}
+
+// eraMethods are the client requests each era serves.
+var eraMethods = map[Era]map[string]bool{
+	EraLegacy: {
+		MethodInitialize: true, MethodPing: true,
+		MethodToolsList: true, MethodToolsCall: true,
+		MethodPromptsList: true, MethodPromptsGet: true,
+		MethodResourcesList: true, MethodResourcesTemplatesList: true,
+		MethodResourcesRead: true, MethodResourcesSubscribe: true,
+		MethodResourcesUnsubscribe: true, MethodCompletionComplete: true,
+		MethodLoggingSetLevel: true,
+		MethodTasksGet:        true, MethodTasksResult: true,
+		MethodTasksList: true, MethodTasksCancel: true,
+	},
+	EraModern: {
+		MethodServerDiscover: true,
+		MethodToolsList:      true, MethodToolsCall: true,
+		MethodPromptsList: true, MethodPromptsGet: true,
+		MethodResourcesList: true, MethodResourcesTemplatesList: true,
+		MethodResourcesRead: true, MethodCompletionComplete: true,
+		MethodSubscriptionsListen: true,
+	},
+}
+
+// IsEraMethod reports whether method is a client request the era serves
+// (every other method is -32601 in that era, whatever the transport).
+func IsEraMethod(era Era, method string) bool { return eraMethods[era][method] }
+
+// EraMethods returns the client request methods the era serves, sorted.
+func EraMethods(era Era) []string {
+	out := make([]string, 0, len(eraMethods[era]))
+	for m := range eraMethods[era] {
+		out = append(out, m)
+	}
+	slices.Sort(out)
+	return out
 }
