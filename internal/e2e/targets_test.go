@@ -67,6 +67,7 @@ func startTargets(t *testing.T, args ...string) []*target {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = store.Close(context.Background()) })
 	out = append(out, &target{
 		name:    "cluster",
 		urls:    c.URLs,

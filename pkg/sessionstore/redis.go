@@ -87,6 +87,7 @@ type Redis struct {
 	trimFrom  int64 // -MaxEvents: the LTRIM start that keeps MaxEvents
 	closeOnce sync.Once
 	closeErr  error
+	batch     *batcher // nil: every call is its own round trip
 }
 
 var (
@@ -104,6 +105,11 @@ type RedisOptions struct {
 	// tests) can share a database. Empty means DefaultKeyPrefix. It must
 	// not contain '{' or '}', which would displace the session hash tag.
 	KeyPrefix string
+	// NoBatching sends every call in its own round trip. By default calls
+	// made while others are in flight share one pipeline (group commit):
+	// fewer system calls on a busy frontend and on Redis, and no added
+	// wait when idle.
+	NoBatching bool
 }
 
 // Record field names in the P:{S}:rec hash.
@@ -298,12 +304,16 @@ func NewRedis(client redis.UniversalClient, opts *RedisOptions) (*Redis, error) 
 	if strings.ContainsAny(ro.KeyPrefix, "{}") {
 		return nil, fmt.Errorf("sessionstore: new redis store: %w: key prefix %q contains a brace", ErrInvalidConfig, ro.KeyPrefix)
 	}
-	return &Redis{
+	r := &Redis{
 		client:   client,
 		prefix:   ro.KeyPrefix,
 		ttlMS:    max(o.TTL.Milliseconds(), 1), // PEXPIRE 0 would delete
 		trimFrom: -int64(o.MaxEvents),
-	}, nil
+	}
+	if !ro.NoBatching {
+		r.batch = newBatcher(client)
+	}
+	return r, nil
 }
 
 // OpenRedis connects to the server at rawURL (redis://[user:pass@]host:port/db
@@ -403,6 +413,9 @@ func (r *Redis) claimKey(id, requestID string) (set, key, member string) {
 // run runs script for session id; it is the one place that reaches Redis
 // for a session.
 func (r *Redis) run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	if r.batch != nil {
+		return r.batch.run(ctx, script, keys, args...)
+	}
 	return script.Run(ctx, r.client, keys, args...)
 }
 
@@ -723,11 +736,15 @@ func (r *Redis) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close closes the client if the store owns it (see [OpenRedis]); a store
-// made by [NewRedis] leaves its client alone. It is idempotent and does
-// not block, so ctx is unused.
+// Close stops the store's pipelines (after the round trips in flight) and
+// closes the client if the store owns it (see [OpenRedis]); a store made
+// by [NewRedis] leaves its client alone. Calls made after Close fail. It
+// is idempotent; ctx is unused.
 func (r *Redis) Close(context.Context) error {
 	r.closeOnce.Do(func() {
+		if r.batch != nil {
+			r.batch.close()
+		}
 		if r.owned {
 			if err := r.client.Close(); err != nil {
 				r.closeErr = fmt.Errorf("sessionstore: close redis store: %w", err)

@@ -175,6 +175,7 @@ func TestRedisClaimsOneRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
 	s := &Session{ID: NewID()}
 	mustCreate(t, r, s)
 	// Load the scripts.
@@ -271,6 +272,7 @@ func TestRedisGetOneRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
 	s := &Session{ID: NewID()}
 	mustCreate(t, r, s)
 	if _, err := r.Get(t.Context(), s.ID); err != nil { // loads the script
