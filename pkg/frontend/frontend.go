@@ -108,6 +108,7 @@ type Frontend struct {
 	closing bool
 
 	shutdown chan struct{} // closed by Shutdown
+	hub      *hub          // writes taken-over listen streams
 	once     sync.Once
 	active   sync.WaitGroup // open HTTP exchanges on the MCP endpoint
 }
@@ -175,6 +176,7 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 		maxListen = 1000
 	}
 	f.fleet = newFleet(f)
+	f.hub = newHub(f)
 	f.reg = listen.New(nc, listen.Options{
 		Subjects: opts.Subjects, Subscriptions: opts.Store, Buffer: opts.StreamBuffer,
 		MaxListen: maxListen, Logger: f.log,
@@ -237,6 +239,7 @@ func (f *Frontend) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
+	f.hub.stop()
 	f.fleet.shutdown()
 	if f.sub != nil {
 		_ = f.sub.Unsubscribe()

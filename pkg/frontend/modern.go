@@ -206,6 +206,9 @@ func (f *Frontend) serveListen(w http.ResponseWriter, r *http.Request, msg *prot
 		writeError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "could not open the stream; retry"))
 		return
 	}
+	if f.hub.adopt(w, r, ls) {
+		return // the hub owns the connection and the stream now
+	}
 	defer ls.Close()
 	defer f.metrics.streamOpened("listen")()
 	sse := startSSE(w, f.opts.WriteTimeout, nil)

@@ -25,7 +25,7 @@ func TestConcurrentOpenClose(t *testing.T) {
 	for i, s := range sessions {
 		src.set(s, uris[i], uris[(i+1)%len(uris)])
 	}
-	r := v.registry(nc, listen.Options{Subscriptions: src, Buffer: 8, MaxListen: 40})
+	r := v.registry(nc, listen.Options{Subscriptions: src, Buffer: 8, ListenBuffer: 8, MaxListen: 40})
 
 	stop := make(chan struct{})
 	var pubWG sync.WaitGroup

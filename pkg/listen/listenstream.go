@@ -49,7 +49,7 @@ func Honoured(f *protocol.SubscriptionFilter) protocol.SubscriptionFilter {
 // It fails with ErrTooMany past the cap, ErrDuplicate when the client
 // already listens with this id, ErrClosed after Shutdown.
 func (r *Registry) OpenListen(client string, id protocol.ID, filter protocol.SubscriptionFilter) (*ListenStream, error) {
-	l := &ListenStream{stream: newStream(r.opts.Buffer), ID: id, filter: filter, reg: r,
+	l := &ListenStream{stream: newStream(r.opts.ListenBuffer), ID: id, filter: filter, reg: r,
 		key: listenKey{client: client, id: id.String()}, idJSON: id.AppendJSON(nil)}
 	r.mu.Lock()
 	switch {

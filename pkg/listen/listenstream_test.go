@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync/atomic"
 	"testing"
 
 	"github.com/mcpfleet/mcpfleet/pkg/listen"
@@ -499,7 +500,7 @@ func TestShutdown(t *testing.T) {
 
 func TestListenSlowReader(t *testing.T) {
 	v := newEnv(t)
-	r := v.registry(v.conn("fe"), listen.Options{Buffer: 2})
+	r := v.registry(v.conn("fe"), listen.Options{ListenBuffer: 2})
 	f := protocol.SubscriptionFilter{ToolsListChanged: true, ResourceSubscriptions: []string{"file:///r"}}
 	slow, err := r.OpenListen("c", protocol.StringID("slow"), f)
 	if err != nil {
@@ -537,4 +538,30 @@ func TestListenSlowReader(t *testing.T) {
 	checkTagged(t, recv(t, fast.C(), "fast after"), "notifications/tools/list_changed", "", fast.ID)
 	r.Barrier()
 	empty(t, slow.C(), "ended slow stream")
+}
+
+// SetNotify's function runs after each queued message and when the stream
+// ends, so a transport can write streams without a goroutine each.
+func TestListenNotify(t *testing.T) {
+	v := newEnv(t)
+	r := v.registry(v.conn("fe"), listen.Options{})
+	l, err := r.OpenListen("c", protocol.StringID("n"), protocol.SubscriptionFilter{ToolsListChanged: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	l.SetNotify(func() { calls.Add(1) })
+	r.ListChanged("tools")
+	r.ListChanged("prompts") // not asked for: no message, no call
+	if got := calls.Load(); got != 1 {
+		t.Fatalf("notify called %d times after one queued message, want 1", got)
+	}
+	recv(t, l.C(), "the queued message")
+	r.Shutdown()
+	if got := calls.Load(); got != 2 {
+		t.Fatalf("notify called %d times after the stream ended, want 2", got)
+	}
+	if l.Reason() != listen.ReasonShutdown {
+		t.Fatalf("Reason = %q", l.Reason())
+	}
 }

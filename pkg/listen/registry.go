@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
@@ -27,8 +28,14 @@ type Options struct {
 	// Subscriptions gives legacy sessions' URIs. Required for session
 	// streams.
 	Subscriptions SubscriptionSource
-	// Buffer is the number of messages buffered per stream; zero means 256.
+	// Buffer is the number of messages buffered per legacy session
+	// stream; zero means 256.
 	Buffer int
+	// ListenBuffer is the number of messages buffered per listen stream
+	// (a stream that falls this far behind ends as a slow reader); zero
+	// means 32. Listen streams are many and mostly idle: their buffer is
+	// most of what an idle one costs.
+	ListenBuffer int
 	// MaxListen caps the listen streams open at once on this registry;
 	// zero means 1000, negative means unlimited.
 	MaxListen int
@@ -96,6 +103,7 @@ type stream struct {
 	done   chan struct{}
 	once   sync.Once
 	reason string
+	notify atomic.Pointer[func()] // called after a message is queued or the stream ends
 }
 
 func newStream(buf int) stream {
@@ -124,6 +132,20 @@ func (s *stream) end(reason string) {
 		s.reason = reason
 		close(s.done)
 	})
+	s.wake()
+}
+
+// SetNotify installs f, called (without blocking, possibly under the
+// registry's lock: it must not call back into the registry) each time a
+// message is queued on C and when the stream ends, for a transport that
+// writes streams without a goroutine per stream. Messages queued before
+// SetNotify do not call f: the caller drains C once after installing it.
+func (s *stream) SetNotify(f func()) { s.notify.Store(&f) }
+
+func (s *stream) wake() {
+	if f := s.notify.Load(); f != nil {
+		(*f)()
+	}
 }
 
 // offer hands msg to the stream without blocking; a full buffer ends it.
@@ -135,6 +157,7 @@ func (s *stream) offer(msg []byte) bool {
 	}
 	select {
 	case s.ch <- msg:
+		s.wake()
 		return true
 	default:
 		s.end(ReasonSlow)
@@ -146,6 +169,9 @@ func (s *stream) offer(msg []byte) bool {
 func New(nc *nats.Conn, opts Options) *Registry {
 	if opts.Buffer <= 0 {
 		opts.Buffer = 256
+	}
+	if opts.ListenBuffer <= 0 {
+		opts.ListenBuffer = 32
 	}
 	if opts.MaxListen == 0 {
 		opts.MaxListen = 1000

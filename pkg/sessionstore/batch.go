@@ -16,7 +16,7 @@ import (
 
 const (
 	// batchPipes is how many pipelines may be in flight at once.
-	batchPipes = 4
+	batchPipes = 2
 	// maxBatch caps the calls of one pipeline.
 	maxBatch = 128
 	// batchFallbackTimeout bounds a pipeline whose calls have no deadline.

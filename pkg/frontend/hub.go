@@ -1,0 +1,383 @@
+package frontend
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/pkg/listen"
+)
+
+// The listen hub: subscriptions/listen streams are many, long-lived and
+// mostly idle. A stream served the usual way holds a goroutine (its
+// handler), net/http's background reader and two bufio buffers for its
+// whole life: about 40 KiB. The hub takes the connection over once the
+// stream is open (http.Hijacker) and the handler returns: an idle stream
+// is then its socket and a few small structs. A few writer goroutines
+// write whatever the registry queues, as HTTP/1.1 chunks; a shared ticker
+// queues the keepalives; on Linux one goroutine watches every socket for
+// the client's close (epoll, EPOLLRDHUP), so a closed stream frees its
+// slot at once, as a handler's request context would. Elsewhere the next
+// keepalive or event write finds it.
+//
+// Streams that cannot be taken over (HTTP/2, HTTP/1.0, a writer without
+// Hijack) are served by their handler as before.
+
+const (
+	// hubWriters is the number of writer goroutines.
+	hubWriters = 8
+)
+
+// hubStream is one taken-over listen stream. state serializes its writes:
+// at most one writer works on it at a time.
+type hubStream struct {
+	conn    net.Conn
+	ls      *listen.ListenStream
+	state   atomic.Int32 // hubIdle, hubQueued, hubRunning, hubDirty
+	ping    atomic.Bool  // a keepalive is due
+	gone    atomic.Bool  // the client closed the connection
+	removed atomic.Bool  // over: nothing more is written
+	gauge   func()       // closes the open-streams gauge
+	buf     []byte       // the chunk being written; only its writer touches it
+	watchID uint64       // the close watcher's handle (0: not watched)
+}
+
+const (
+	hubIdle int32 = iota
+	hubQueued
+	hubRunning
+	hubDirty // running, and something new arrived meanwhile
+)
+
+type hub struct {
+	f       *Frontend
+	start   sync.Once
+	mu      sync.Mutex
+	ready   []*hubStream
+	streams map[*hubStream]struct{}
+	wake    chan struct{}
+	quit    chan struct{}
+	stopped bool
+	wg      sync.WaitGroup
+	watch   closeWatcher
+}
+
+func newHub(f *Frontend) *hub {
+	return &hub{f: f, streams: map[*hubStream]struct{}{}, wake: make(chan struct{}, hubWriters), quit: make(chan struct{})}
+}
+
+func (h *hub) run() {
+	h.start.Do(func() {
+		for range hubWriters {
+			h.wg.Add(1)
+			go h.writer() // owned by the hub: ends at stop
+		}
+		if ka := h.f.opts.ListenKeepAlive; ka > 0 {
+			h.wg.Add(1)
+			go h.keepalives(ka) // owned by the hub: ends at stop
+		}
+		h.watch = startCloseWatcher(h.f.log, h.peerGone, &h.wg, h.quit)
+	})
+}
+
+// adopt takes over an open listen stream whose acknowledgement has not
+// been written: it writes the response head and the acknowledgement
+// itself and returns true, after which the handler returns and the hub
+// owns the connection and ls. It returns false, having touched nothing,
+// when the connection cannot be taken over.
+func (h *hub) adopt(w http.ResponseWriter, r *http.Request, ls *listen.ListenStream) bool {
+	if r.ProtoMajor != 1 || r.ProtoMinor < 1 || !canHijack(w) {
+		return false
+	}
+	h.mu.Lock()
+	stopped := h.stopped
+	h.mu.Unlock()
+	if stopped {
+		return false
+	}
+	head := responseHead(w.Header())
+	// Nothing was written yet, so the hijacked writer holds nothing; the
+	// client sends nothing more on a listen stream, so neither does the
+	// reader.
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if errors.Is(err, http.ErrNotSupported) {
+		return false
+	}
+	if err != nil {
+		// The connection is gone or in an unknown state: the stream ends.
+		ls.Close()
+		return true
+	}
+	h.run()
+	s := &hubStream{conn: conn, ls: ls}
+	s.buf = append(head, chunk(nil, formatEvent("", ls.Ack()))...)
+	_ = conn.SetWriteDeadline(time.Now().Add(h.f.opts.WriteTimeout))
+	if _, err := conn.Write(s.buf); err != nil {
+		_ = conn.Close()
+		ls.Close()
+		return true
+	}
+	s.buf = s.buf[:0]
+	s.gauge = h.f.metrics.streamOpened("listen")
+	h.f.active.Add(1) // Shutdown waits for the final results
+	h.mu.Lock()
+	h.streams[s] = struct{}{}
+	h.mu.Unlock()
+	s.watchID = h.watch.add(conn, s)
+	ls.SetNotify(func() { h.schedule(s) })
+	h.schedule(s) // anything queued before SetNotify
+	return true
+}
+
+// canHijack reports whether the innermost writer under w's Unwrap chain
+// can hand over its connection. Wrappers that delegate Hijack without
+// checking (gin's) would fail, or worse, only once called.
+func canHijack(w http.ResponseWriter) bool {
+	for {
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			_, ok := w.(http.Hijacker)
+			return ok
+		}
+		w = u.Unwrap()
+	}
+}
+
+// responseHead is the status line and headers of a taken-over stream:
+// those the handler set (CORS and the like) and the SSE ones.
+func responseHead(hdr http.Header) []byte {
+	b := []byte("HTTP/1.1 200 OK\r\n")
+	for k, vs := range hdr {
+		switch http.CanonicalHeaderKey(k) {
+		case "Content-Length", "Transfer-Encoding", "Connection", "Content-Type", "Cache-Control", "X-Accel-Buffering":
+			continue
+		}
+		for _, v := range vs {
+			b = append(b, k...)
+			b = append(b, ": "...)
+			b = append(b, v...)
+			b = append(b, "\r\n"...)
+		}
+	}
+	b = append(b, "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\nX-Accel-Buffering: no\r\n"...)
+	b = append(b, "Date: "...)
+	b = time.Now().UTC().AppendFormat(b, http.TimeFormat)
+	return append(b, "\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"...)
+}
+
+// chunk appends data as one HTTP/1.1 chunk.
+func chunk(b, data []byte) []byte {
+	b = strconv.AppendInt(b, int64(len(data)), 16)
+	b = append(b, "\r\n"...)
+	b = append(b, data...)
+	return append(b, "\r\n"...)
+}
+
+// schedule queues s for a writer unless it is queued or being written (a
+// running writer looks again before it lets go). Never blocks.
+func (h *hub) schedule(s *hubStream) {
+	for {
+		switch st := s.state.Load(); st {
+		case hubIdle:
+			if !s.state.CompareAndSwap(hubIdle, hubQueued) {
+				continue
+			}
+			h.mu.Lock()
+			h.ready = append(h.ready, s)
+			h.mu.Unlock()
+			select {
+			case h.wake <- struct{}{}:
+			default:
+			}
+			return
+		case hubRunning:
+			if s.state.CompareAndSwap(hubRunning, hubDirty) {
+				return
+			}
+		default: // queued or dirty: it will be looked at
+			return
+		}
+	}
+}
+
+func (h *hub) next() *hubStream {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.ready) == 0 {
+		return nil
+	}
+	s := h.ready[0]
+	h.ready[0] = nil
+	h.ready = h.ready[1:]
+	if len(h.ready) == 0 {
+		h.ready = nil // let the backing array go after a burst
+	}
+	return s
+}
+
+func (h *hub) writer() {
+	defer h.wg.Done()
+	for {
+		s := h.next()
+		if s == nil {
+			select {
+			case <-h.wake:
+				continue
+			case <-h.quit:
+				return
+			}
+		}
+		s.state.Store(hubRunning)
+		for {
+			if done := h.serve(s); done {
+				break // removed: its state no longer matters
+			}
+			if s.state.CompareAndSwap(hubRunning, hubIdle) {
+				break
+			}
+			s.state.Store(hubRunning) // dirty: look again
+		}
+		// Another writer may be waiting for work this one took a wake for.
+		h.mu.Lock()
+		more := len(h.ready) > 0
+		h.mu.Unlock()
+		if more {
+			select {
+			case h.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// serve writes what s has: queued messages, a due keepalive, and at the
+// end of the stream its final result (on shutdown). It returns true when
+// the stream is over and removed.
+func (h *hub) serve(s *hubStream) bool {
+	if s.removed.Load() {
+		return true
+	}
+	ls := s.ls
+	var events []byte
+drain:
+	for {
+		select {
+		case m := <-ls.C():
+			events = appendEvent(events, "", m)
+		default:
+			break drain
+		}
+	}
+	if s.ping.Swap(false) && len(events) == 0 {
+		events = append(events, ": keepalive\n\n"...)
+	}
+	reason := ls.Reason()
+	if s.gone.Load() {
+		h.remove(s, false)
+		return true
+	}
+	if reason == listen.ReasonShutdown {
+		events = appendEvent(events, "", ls.Final())
+	}
+	s.buf = s.buf[:0]
+	if len(events) > 0 {
+		s.buf = chunk(s.buf, events)
+	}
+	if reason != "" {
+		s.buf = append(s.buf, "0\r\n\r\n"...)
+	}
+	if len(s.buf) > 0 {
+		_ = s.conn.SetWriteDeadline(time.Now().Add(h.f.opts.WriteTimeout))
+		_, err := s.conn.Write(s.buf)
+		if cap(s.buf) > 16<<10 {
+			s.buf = nil
+		}
+		if err != nil {
+			h.remove(s, slowWrite(err))
+			return true
+		}
+	}
+	if reason != "" {
+		h.remove(s, reason == listen.ReasonSlow)
+		return true
+	}
+	return false
+}
+
+// remove ends a stream: the socket closes, the registry forgets it.
+func (h *hub) remove(s *hubStream, slow bool) {
+	h.mu.Lock()
+	_, ok := h.streams[s]
+	delete(h.streams, s)
+	h.mu.Unlock()
+	if !ok {
+		return
+	}
+	s.removed.Store(true)
+	h.watch.remove(s.watchID)
+	_ = s.conn.Close()
+	s.ls.Close()
+	if slow {
+		h.f.metrics.droppedStream("listen")
+	}
+	s.gauge()
+	h.f.active.Done()
+}
+
+// peerGone is the close watcher's report: the client closed s's
+// connection.
+func (h *hub) peerGone(s *hubStream) {
+	s.gone.Store(true)
+	h.schedule(s)
+}
+
+func (h *hub) keepalives(every time.Duration) {
+	defer h.wg.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	var batch []*hubStream
+	for {
+		select {
+		case <-t.C:
+		case <-h.quit:
+			return
+		}
+		h.mu.Lock()
+		for s := range h.streams {
+			batch = append(batch, s)
+		}
+		h.mu.Unlock()
+		for _, s := range batch {
+			s.ping.Store(true)
+			h.schedule(s)
+		}
+		clear(batch)
+		batch = batch[:0]
+	}
+}
+
+// stop ends the hub after the registry ended its streams (their final
+// results are written by then, or deadline passed): the remaining sockets
+// close and the goroutines end.
+func (h *hub) stop() {
+	h.mu.Lock()
+	if h.stopped {
+		h.mu.Unlock()
+		return
+	}
+	h.stopped = true
+	var left []*hubStream
+	for s := range h.streams {
+		left = append(left, s)
+	}
+	h.mu.Unlock()
+	for _, s := range left {
+		h.remove(s, false)
+	}
+	close(h.quit)
+	h.wg.Wait()
+}
