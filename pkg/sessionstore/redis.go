@@ -32,7 +32,9 @@ import (
 //	                            id, protocolVersion, logLevel, principal;
 //	                            clientInfo and clientCapabilities as JSON;
 //	                            initialized and clientInitialized as "1"/"0";
-//	                            createdAt and lastSeen as unix milliseconds
+//	                            createdAt and lastSeen as unix milliseconds;
+//	                            ver, the record's version (1, then +1 per
+//	                            Update), which cached readers compare
 //	P:{S}:subs           SET    subscribed resource URIs
 //	P:{S}:streams        HASH   stream name -> index of its newest event;
 //	                            the index counter, and the list of the
@@ -88,6 +90,7 @@ type Redis struct {
 	closeOnce sync.Once
 	closeErr  error
 	batch     *batcher // nil: every call is its own round trip
+	cache     *recordCache
 }
 
 var (
@@ -110,6 +113,13 @@ type RedisOptions struct {
 	// fewer system calls on a busy frontend and on Redis, and no added
 	// wait when idle.
 	NoBatching bool
+	// CacheSize caps the session records kept decoded in this process.
+	// A cached record is only used after Redis confirmed, in the same
+	// round trip that touches the session, that its version is current,
+	// so a DELETE, an expiry or an update made anywhere is seen at once;
+	// the cache saves transferring and decoding the record. Zero means
+	// 10000; negative disables it.
+	CacheSize int
 }
 
 // Record field names in the P:{S}:rec hash.
@@ -124,6 +134,10 @@ const (
 	fieldPrincipal          = "principal"
 	fieldCreatedAt          = "createdAt"
 	fieldLastSeen           = "lastSeen"
+	// fieldVersion counts the record's changes: 1 at creation, one more
+	// per Update. Readers that cached the record send the version they
+	// hold and get a short answer while it is current.
+	fieldVersion = "ver"
 )
 
 // The scripts share one calling convention: KEYS[1] rec, KEYS[2] subs,
@@ -132,6 +146,15 @@ const (
 const luaTouch = `
 local function touch(ttl)
   for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ttl) end
+end
+`
+
+// luaRecord's record(v) is the reply for a reader that holds version v of
+// the record ("" for none): {"="} when v is current, else the record.
+const luaRecord = `
+local function record(v)
+  if v ~= '' and redis.call('HGET', KEYS[1], 'ver') == v then return {'='} end
+  return redis.call('HGETALL', KEYS[1])
 end
 `
 
@@ -176,24 +199,26 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1
 `)
 
-	// ARGV: ttl, now -> the record's HGETALL, or nil if there is none.
-	scriptGet = redis.NewScript(luaTouch + `
-local rec = redis.call('HGETALL', KEYS[1])
-if #rec == 0 then return false end
+	// ARGV: ttl, now, cached version ("" if none) -> nil if there is no
+	// record; {"="} if the record's version is the cached one; else the
+	// record's HGETALL.
+	scriptGet = redis.NewScript(luaTouch + luaRecord + `
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
 redis.call('HSET', KEYS[1], 'lastSeen', ARGV[2])
 touch(ARGV[1])
-return rec
+return record(ARGV[3])
 `)
 
 	// KEYS[4] rq, KEYS[5] the claim. ARGV: ttl, now, token, claim ttl,
-	// claim member -> nil if there is no record; else the record's HGETALL
-	// preceded by '1' if the claim was made, '0' if the request id was
-	// already in flight. The session is touched either way.
-	scriptBegin = redis.NewScript(luaTouch + `
-local rec = redis.call('HGETALL', KEYS[1])
-if #rec == 0 then return false end
+	// claim member, cached version -> nil if there is no record; else
+	// Get's reply (the record or {"="}) preceded by '1' if the claim was
+	// made, '0' if the request id was already in flight. The session is
+	// touched either way.
+	scriptBegin = redis.NewScript(luaTouch + luaRecord + `
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
 redis.call('HSET', KEYS[1], 'lastSeen', ARGV[2])
 touch(ARGV[1])
+local rec = record(ARGV[6])
 if not redis.call('SET', KEYS[5], ARGV[3], 'NX', 'PX', ARGV[4]) then
   table.insert(rec, 1, '0')
   return rec
@@ -222,9 +247,11 @@ return 0
 `)
 
 	// ARGV: ttl, field, value, ... (always lastSeen) -> 1, or 0 if absent.
+	// The record's version goes up by one.
 	scriptUpdate = redis.NewScript(luaTouch + `
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+redis.call('HINCRBY', KEYS[1], 'ver', 1)
 touch(ARGV[1])
 return 1
 `)
@@ -312,6 +339,12 @@ func NewRedis(client redis.UniversalClient, opts *RedisOptions) (*Redis, error) 
 	}
 	if !ro.NoBatching {
 		r.batch = newBatcher(client)
+	}
+	switch {
+	case ro.CacheSize == 0:
+		r.cache = newRecordCache(10000)
+	case ro.CacheSize > 0:
+		r.cache = newRecordCache(ro.CacheSize)
 	}
 	return r, nil
 }
@@ -455,6 +488,7 @@ func (r *Redis) Create(ctx context.Context, s *Session) error {
 		fieldPrincipal, s.Principal,
 		fieldCreatedAt, ms,
 		fieldLastSeen, ms,
+		fieldVersion, 1,
 	).Int64()
 	switch {
 	case err != nil:
@@ -463,6 +497,7 @@ func (r *Redis) Create(ctx context.Context, s *Session) error {
 		return fmt.Errorf("sessionstore: create %q: %w", shortID(s.ID), ErrExists)
 	}
 	s.CreatedAt, s.LastSeen = now, now
+	r.cache.drop(s.ID)
 	return nil
 }
 
@@ -473,19 +508,40 @@ func (r *Redis) Get(ctx context.Context, id string) (*Session, error) {
 	}
 	keys, _ := r.keys(id)
 	now := nowMilli()
-	fields, err := r.run(ctx, scriptGet, keys, r.ttlMS, now.UnixMilli()).StringSlice()
+	cached := r.cache.get(id)
+	reply, err := r.run(ctx, scriptGet, keys, r.ttlMS, now.UnixMilli(), cached.version()).StringSlice()
 	if errors.Is(err, redis.Nil) {
 		err = ErrNotFound
+		r.cache.drop(id)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sessionstore: get %q: %w", shortID(id), err)
 	}
-	s, err := decodeRecord(fields)
+	s, err := r.sessionFrom(id, reply, cached)
 	if err != nil {
 		return nil, fmt.Errorf("sessionstore: get %q: %w", shortID(id), err)
 	}
 	s.LastSeen = now
 	return s, nil
+}
+
+// sessionFrom builds the session of a Get or Begin reply: from the cached
+// record when the reply says it is current ({"="}), else from the reply,
+// which then refreshes the cache.
+func (r *Redis) sessionFrom(id string, reply []string, cached *cachedRecord) (*Session, error) {
+	if len(reply) == 1 && reply[0] == "=" {
+		if cached == nil {
+			return nil, fmt.Errorf("malformed reply: current version of an uncached record")
+		}
+		r.cache.hits.Add(1)
+		return cached.session()
+	}
+	c, err := decodeCached(reply)
+	if err != nil {
+		return nil, err
+	}
+	r.cache.put(id, c)
+	return c.session()
 }
 
 // Begin implements [Store.Begin] in one round trip, like Get. Besides the
@@ -502,18 +558,20 @@ func (r *Redis) Begin(ctx context.Context, id, requestID, token string, ttl time
 	set, claim, member := r.claimKey(id, requestID)
 	keys = append(keys, set, claim)
 	now := nowMilli()
+	cached := r.cache.get(id)
 	reply, err := r.run(ctx, scriptBegin, keys,
-		r.ttlMS, now.UnixMilli(), token, max(ttl.Milliseconds(), 1), member).StringSlice()
+		r.ttlMS, now.UnixMilli(), token, max(ttl.Milliseconds(), 1), member, cached.version()).StringSlice()
 	switch {
 	case errors.Is(err, redis.Nil):
 		err = ErrNotFound
+		r.cache.drop(id)
 	case err == nil && (len(reply) == 0 || reply[0] != "0" && reply[0] != "1"):
 		err = fmt.Errorf("malformed begin reply")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sessionstore: begin %q: %w", shortID(id), err)
 	}
-	s, err := decodeRecord(reply[1:])
+	s, err := r.sessionFrom(id, reply[1:], cached)
 	if err != nil {
 		return nil, fmt.Errorf("sessionstore: begin %q: %w", shortID(id), err)
 	}
@@ -537,15 +595,16 @@ func (r *Redis) End(ctx context.Context, id, requestID, token string) error {
 	return nil
 }
 
-// decodeRecord builds a session from the HGETALL reply of a record.
-func decodeRecord(kv []string) (*Session, error) {
+// decodeCached reads the HGETALL reply of a record. The JSON members stay
+// encoded: each session handed out decodes its own copy.
+func decodeCached(kv []string) (*cachedRecord, error) {
 	if len(kv)%2 != 0 {
 		return nil, fmt.Errorf("malformed record: %d values", len(kv))
 	}
 	var (
-		s          Session
-		info, caps []byte
-		err        error
+		c   cachedRecord
+		s   = &c.base
+		err error
 	)
 	for i := 0; i < len(kv) && err == nil; i += 2 {
 		v := kv[i+1]
@@ -555,9 +614,9 @@ func decodeRecord(kv []string) (*Session, error) {
 		case fieldProtocolVersion:
 			s.ProtocolVersion = v
 		case fieldClientInfo:
-			info = []byte(v)
+			c.info = []byte(v)
 		case fieldClientCapabilities:
-			caps = []byte(v)
+			c.caps = []byte(v)
 		case fieldLogLevel:
 			s.LogLevel = protocol.LoggingLevel(v)
 		case fieldInitialized:
@@ -570,18 +629,17 @@ func decodeRecord(kv []string) (*Session, error) {
 			s.CreatedAt, err = parseMilli(v)
 		case fieldLastSeen:
 			s.LastSeen, err = parseMilli(v)
+		case fieldVersion:
+			c.ver = v
 		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("malformed record: %w", err)
 	}
-	if info == nil || caps == nil {
+	if c.info == nil || c.caps == nil {
 		return nil, fmt.Errorf("malformed record: client info or capabilities missing")
 	}
-	if err := decodeJSONMembers(&s, info, caps); err != nil {
-		return nil, fmt.Errorf("malformed record: %w", err)
-	}
-	return &s, nil
+	return &c, nil
 }
 
 // Update implements [Store.Update].
@@ -603,6 +661,7 @@ func (r *Redis) Delete(ctx context.Context, id string) error {
 	}
 	keys, logPrefix := r.keys(id)
 	keys = append(keys, r.claimsKey(id))
+	r.cache.drop(id)
 	n, err := r.run(ctx, scriptDelete, keys, logPrefix).Int64()
 	if err == nil && n == 0 {
 		err = ErrNotFound

@@ -132,7 +132,7 @@ func TestRedisKeyLayout(t *testing.T) {
 	}
 	slices.Sort(fields)
 	wantFields := []string{"clientCapabilities", "clientInfo", "clientInitialized", "createdAt", "id",
-		"initialized", "lastSeen", "logLevel", "principal", "protocolVersion"}
+		"initialized", "lastSeen", "logLevel", "principal", "protocolVersion", "ver"}
 	if !slices.Equal(fields, wantFields) {
 		t.Errorf("record fields = %q, want %q", fields, wantFields)
 	}
