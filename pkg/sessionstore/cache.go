@@ -32,7 +32,10 @@ func (c *cachedRecord) session() (*Session, error) {
 }
 
 // recordCache holds records by session id, at most max of them (an
-// arbitrary one is dropped to make room). A nil cache caches nothing.
+// arbitrary one is dropped to make room). A record is kept from its
+// second read on: the first only marks the id as seen, so the many
+// sessions that are opened and then stay idle cost next to nothing. A nil
+// cache caches nothing.
 type recordCache struct {
 	hits atomic.Int64 // replies answered from the cache (for tests)
 	mu   sync.Mutex
@@ -44,13 +47,19 @@ func newRecordCache(max int) *recordCache {
 	return &recordCache{max: max, recs: map[string]*cachedRecord{}}
 }
 
+// seenOnce marks an id read once.
+var seenOnce = &cachedRecord{}
+
 func (c *recordCache) get(id string) *cachedRecord {
 	if c == nil {
 		return nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.recs[id]
+	if r := c.recs[id]; r != seenOnce {
+		return r
+	}
+	return nil
 }
 
 func (c *recordCache) put(id string, r *cachedRecord) {
@@ -59,11 +68,15 @@ func (c *recordCache) put(id string, r *cachedRecord) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.recs[id]; !ok && len(c.recs) >= c.max {
-		for k := range c.recs {
-			delete(c.recs, k)
-			break
+	_, seen := c.recs[id]
+	if !seen {
+		if len(c.recs) >= c.max {
+			for k := range c.recs {
+				delete(c.recs, k)
+				break
+			}
 		}
+		r = seenOnce
 	}
 	c.recs[id] = r
 }

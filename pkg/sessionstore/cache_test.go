@@ -34,8 +34,10 @@ func TestRedisCacheCoherence(t *testing.T) {
 	ctx := t.Context()
 	s := fullSession()
 	mustCreate(t, b, s)
-	if _, err := a.Get(ctx, s.ID); err != nil {
-		t.Fatal(err)
+	for range 2 { // the second read caches the record
+		if _, err := a.Get(ctx, s.ID); err != nil {
+			t.Fatal(err)
+		}
 	}
 	hits := a.cache.hits.Load()
 	got := mustBegin(t, a, s.ID, "r1", "t", time.Minute)
@@ -83,8 +85,14 @@ func TestRedisCacheSeesExpiry(t *testing.T) {
 	if _, err := a.Get(ctx, s.ID); err != nil {
 		t.Fatal(err)
 	}
+	if a.cache.get(s.ID) != nil {
+		t.Fatal("cached after one read; want a mark only")
+	}
+	if _, err := a.Get(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
 	if a.cache.get(s.ID) == nil {
-		t.Fatal("not cached")
+		t.Fatal("not cached after two reads")
 	}
 	time.Sleep(400 * time.Millisecond)
 	if _, err := a.Get(ctx, s.ID); !errors.Is(err, ErrNotFound) {
@@ -96,15 +104,24 @@ func TestRecordCacheBound(t *testing.T) {
 	c := newRecordCache(3)
 	for _, id := range []string{"a", "b", "c", "d", "e"} {
 		c.put(id, &cachedRecord{ver: "1"})
+		if c.get(id) != nil {
+			t.Fatalf("%s cached on its first read", id)
+		}
+		c.put(id, &cachedRecord{ver: "1"})
+		if c.get(id) == nil {
+			t.Fatalf("%s not cached on its second read", id)
+		}
 	}
 	if c.len() != 3 {
 		t.Fatalf("len = %d, want 3", c.len())
 	}
 	c.put("x", &cachedRecord{}) // no version: never cached
+	c.put("x", &cachedRecord{})
 	if c.get("x") != nil {
 		t.Fatal("a record without a version was cached")
 	}
 	var nilCache *recordCache
+	nilCache.put("a", &cachedRecord{ver: "1"})
 	nilCache.put("a", &cachedRecord{ver: "1"})
 	if nilCache.get("a") != nil || nilCache.len() != 0 {
 		t.Fatal("a nil cache caches")
