@@ -223,8 +223,13 @@ func serveFrontend(ctx context.Context, c *Config, nc *nats.Conn, store sessions
 	log.Info("draining frontend")
 	dctx, cancel := context.WithTimeout(context.Background(), c.DrainTimeout)
 	defer cancel()
+	// Stop accepting at once (a proxy sends new requests to the other
+	// frontends; idle keep-alive connections close) while the requests in
+	// flight finish and listen streams get their final result.
+	herrc := make(chan error, 1)
+	go func() { herrc <- hs.Shutdown(dctx) }()
 	ferr := fe.Shutdown(dctx)
-	herr := hs.Shutdown(dctx)
+	herr := <-herrc
 	if errors.Is(herr, http.ErrServerClosed) {
 		herr = nil
 	}

@@ -425,9 +425,9 @@ func ruleServerClose(t *testing.T, tg *target) {
 // frontend and gets the missed events of that stream, then the live ones
 // and the result.
 func TestResumeAfterFrontendKilled(t *testing.T) {
-	c := testenv.StartCluster(t, testenv.ClusterOptions{Frontends: 2})
-	cl := testenv.NewClient(t, c.URLs...)
-	cl.Initialize(nil) // initialize on frontend 0, initialized on 1: the POST goes to 0
+	c := testenv.StartCluster(t, testenv.ClusterOptions{Frontends: 2, Workers: 2, Nginx: true})
+	cl := testenv.NewClient(t, c.ProxyURL)
+	cl.Initialize(nil)
 	s := cl.PostStream(testenv.Request(9, "tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 2500}, "_meta": map[string]any{"progressToken": 9}}), nil)
 	var ids []string
 	for len(ids) < 4 { // priming + 3 progress events
@@ -439,9 +439,10 @@ func TestResumeAfterFrontendKilled(t *testing.T) {
 	if !strings.HasPrefix(s.Header.Get("Content-Type"), "text/event-stream") {
 		t.Fatalf("the sleep did not answer with a stream")
 	}
-	c.Frontends[0].Kill()
-	// Resume from the first progress event: the next ones are replayed.
-	g := testenv.NewClient(t, c.URLs[1])
+	c.Frontends[streamHolder(t, c, "post")].Kill()
+	// Resume through the proxy (on the surviving frontend) from the first
+	// progress event: the next ones are replayed.
+	g := testenv.NewClient(t, c.ProxyURL)
 	g.SessionID, g.ProtocolVersion = cl.SessionID, cl.ProtocolVersion
 	rs := g.OpenGet(map[string]string{"Last-Event-ID": ids[1]})
 	if rs.Status != 200 {

@@ -132,11 +132,15 @@ http {
       proxy_set_header Connection "";
       proxy_set_header Host $http_host;
       proxy_buffering off;
+      proxy_pass_header X-Accel-Buffering;  # for proxies further out
       proxy_request_buffering off;
       proxy_cache off;
       proxy_read_timeout 1h;
       proxy_send_timeout 1h;
-      proxy_next_upstream error timeout;
+      # A frontend that drains stops accepting (connection refused: the
+      # request goes to the next one); a 503 means "not processed, retry
+      # elsewhere" and is retried for GET (POSTs are never sent twice).
+      proxy_next_upstream error timeout http_503;
     }
   }
 }

@@ -17,3 +17,6 @@ type noWatcher struct{}
 
 func (noWatcher) add(net.Conn, *hubStream) uint64 { return 0 }
 func (noWatcher) remove(uint64)                   {}
+
+// noCloseWatch turns the close watcher off (tests of the keepalive path).
+var noCloseWatch = false

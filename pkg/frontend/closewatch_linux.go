@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // epollWatcher reports, from one goroutine, the taken-over connections the
@@ -24,7 +25,19 @@ type watched struct {
 	fd int
 }
 
+// userTimeout is TCP_USER_TIMEOUT (linux/tcp.h), set on taken-over
+// sockets: data the peer leaves unacknowledged that long (a peer gone
+// without FIN or RST, behind a dead link) aborts the connection, so the
+// next keepalive write fails and the slot is freed.
+const (
+	tcpUserTimeout = 0x12
+	userTimeout    = 30 * time.Second
+)
+
 func startCloseWatcher(log *slog.Logger, gone func(*hubStream), wg *sync.WaitGroup, quit <-chan struct{}) closeWatcher {
+	if noCloseWatch {
+		return userTimeoutOnly{}
+	}
 	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 	if err != nil {
 		log.Warn("frontend: no epoll close watcher; closed listen streams are found by their next write", "err", err)
@@ -52,6 +65,7 @@ func (w *epollWatcher) add(conn net.Conn, s *hubStream) uint64 {
 	w.gen++
 	var id uint64
 	_ = rc.Control(func(fd uintptr) {
+		_ = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, tcpUserTimeout, int(userTimeout.Milliseconds()))
 		id = uint64(w.gen)<<32 | uint64(uint32(fd))
 		ev := syscall.EpollEvent{Events: epollEvents, Fd: int32(fd), Pad: int32(w.gen)}
 		if syscall.EpollCtl(w.epfd, syscall.EPOLL_CTL_ADD, int(fd), &ev) != nil {
@@ -109,3 +123,19 @@ func (w *epollWatcher) loop(wg *sync.WaitGroup, quit <-chan struct{}) {
 		}
 	}
 }
+
+// userTimeoutOnly sets TCP_USER_TIMEOUT and watches nothing.
+type userTimeoutOnly struct{}
+
+func (userTimeoutOnly) add(conn net.Conn, _ *hubStream) uint64 {
+	if sc, ok := conn.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			_ = rc.Control(func(fd uintptr) {
+				_ = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, tcpUserTimeout, int(userTimeout.Milliseconds()))
+			})
+		}
+	}
+	return 0
+}
+
+func (userTimeoutOnly) remove(uint64) {}
