@@ -19,7 +19,24 @@ root=$PWD
 dir=${MCPFLEET_CLUSTER_DIR:-$root/.cache/cluster}
 cmd=${1:-run}
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+# free_port VAR: sets VAR to a loopback port below the usual ephemeral range
+# (32768+) that nothing listens on and that no earlier call picked. Plain
+# bash: a port is taken when a connection to it succeeds.
+picked=" "
+free_port() {
+  local p
+  for _ in $(seq 1 500); do
+    p=$((20000 + RANDOM % 12000))
+    case "$picked" in *" $p "*) continue ;; esac
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+      picked="$picked$p "
+      printf -v "$1" '%s' "$p"
+      return 0
+    fi
+  done
+  echo "cluster: no free loopback port found" >&2
+  exit 1
+}
 
 stop() {
   [ -f "$dir/pids" ] || return 0
@@ -44,7 +61,8 @@ if [ "$cmd" != run ] && [ "$cmd" != start ]; then
 fi
 
 GOBIN=$(go env GOPATH)/bin
-NATS=$(command -v nats-server || echo "$GOBIN/nats-server")
+# $(go env GOPATH)/bin first, as in make: scripts/deps.sh installs v2.15.2 there.
+NATS=$(PATH="$GOBIN:$PATH" command -v nats-server || echo "$GOBIN/nats-server")
 REDIS=$(command -v redis-server || echo /usr/bin/redis-server)
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 for b in "$NATS" "$REDIS" "$NGINX"; do
@@ -58,8 +76,8 @@ go build -o "$dir/bin/" ./cmd/frontend ./cmd/worker
 
 port=${MCPFLEET_CLUSTER_PORT:-8088}
 if [ "$port" = 0 ]; then
-  port=$(free_port); nats_port=$(free_port); redis_port=$(free_port)
-  fe1=$(free_port); fe2=$(free_port); w1=$(free_port); w2=$(free_port)
+  free_port port; free_port nats_port; free_port redis_port
+  free_port fe1; free_port fe2; free_port w1; free_port w2
 else
   nats_port=$((port + 10)); redis_port=$((port + 11)); fe1=$((port + 1)); fe2=$((port + 2)); w1=$((port + 21)); w2=$((port + 22))
 fi
@@ -126,11 +144,15 @@ http {
       proxy_set_header Connection "";
       proxy_set_header Host \$http_host;
       proxy_buffering off;
+      proxy_pass_header X-Accel-Buffering;  # for proxies further out
       proxy_request_buffering off;
       proxy_cache off;
       proxy_read_timeout 1h;
       proxy_send_timeout 1h;
-      proxy_next_upstream error timeout;
+      # A frontend that drains stops accepting (connection refused: the
+      # request goes to the next one); a 503 means "not processed, retry
+      # elsewhere" and is retried for GET (POSTs are never sent twice).
+      proxy_next_upstream error timeout http_503;
     }
   }
 }

