@@ -207,7 +207,7 @@ cluster_up() {
     return 1
   fi
   CL_REDIS=redis://127.0.0.1:$rp/0
-  start "$name-worker" env MCPFLEET_STATE_KEY="$STATE_KEY" "$bin/worker" --nats-url "nats://127.0.0.1:$np" --drain-timeout 2s
+  start "$name-worker" env MCPFLEET_STATE_KEY="$STATE_KEY" "$bin/worker" --nats-url "nats://127.0.0.1:$np" --drain-timeout 2s --log-format text
   CL_ALL+=("$PID")
   CL_PIDS="$nats_pid,$redis_pid,$PID"
   if ! wait_log "$logs/$name-worker.log" "$PID" 'msg="worker serving"' >/dev/null; then
@@ -216,7 +216,7 @@ cluster_up() {
     return 1
   fi
   for i in $(seq "$nfe"); do
-    start "$name-frontend$i" "$bin/frontend" --listen 127.0.0.1:0 --nats-url "nats://127.0.0.1:$np" \
+    start "$name-frontend$i" "$bin/frontend" --listen 127.0.0.1:0 --log-format text --nats-url "nats://127.0.0.1:$np" \
       --redis-url "$CL_REDIS" --drain-timeout 2s "$@"
     CL_ALL+=("$PID")
     CL_FE_PIDS+=("$PID")

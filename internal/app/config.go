@@ -174,7 +174,11 @@ func Parse(role Role, name string, args []string) (*Config, error) {
 		f.dur(&c.DrainTimeout, "drain-timeout", 5*time.Second, "how long requests in flight at the end of stdin may run on")
 	}
 	f.str(&c.LogLevel, "log-level", "info", "debug, info, warn or error (logs go to stderr)")
-	f.str(&c.LogFormat, "log-format", "text", "text or json")
+	logFormat := "text" // people read the all-in-one's and stdio's logs
+	if role == RoleFrontend || role == RoleWorker {
+		logFormat = "json" // production binaries: log collectors read them
+	}
+	f.str(&c.LogFormat, "log-format", logFormat, "text or json")
 	if err := f.fs.Parse(args); err != nil {
 		return nil, err
 	}

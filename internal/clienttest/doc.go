@@ -1,6 +1,8 @@
 // Package clienttest drives mcpfleet with the MCP clients people actually
 // run, in every era each client supports, against the all-in-one binary and
-// against a multi-process cluster (two frontends, one worker):
+// against make cluster's topology (nginx round robin in front of two
+// frontends, two workers, nats-server, redis-server), and, over stdio, the
+// TypeScript SDK client spawning `mcpfleet stdio`:
 //
 //   - TypeScript SDK v1 (@modelcontextprotocol/sdk): 2025-11-25 only;
 //   - TypeScript SDK v2 (@modelcontextprotocol/client): versionNegotiation

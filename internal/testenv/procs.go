@@ -225,7 +225,8 @@ func StartMCPFleet(tb testing.TB, args ...string) (*Proc, string) {
 func StartFrontend(tb testing.TB, natsURL, redisURL string, args ...string) (*Proc, string) {
 	tb.Helper()
 	bin := filepath.Join(Binaries(tb), "frontend")
-	p := Start(tb, "frontend", bin, append([]string{"--listen", "127.0.0.1:0", "--nats-url", natsURL, "--redis-url", redisURL}, args...)...)
+	// Text logs: the tests read them with regular expressions.
+	p := Start(tb, "frontend", bin, append([]string{"--listen", "127.0.0.1:0", "--nats-url", natsURL, "--redis-url", redisURL, "--log-format", "text"}, args...)...)
 	return p, p.WaitLog(tb, servingRE, 20*time.Second)
 }
 
@@ -235,7 +236,7 @@ var workerRE = regexp.MustCompile(`msg="worker serving"`)
 func StartWorker(tb testing.TB, natsURL string, args ...string) *Proc {
 	tb.Helper()
 	bin := filepath.Join(Binaries(tb), "worker")
-	p := Start(tb, "worker", bin, append([]string{"--nats-url", natsURL}, args...)...)
+	p := Start(tb, "worker", bin, append([]string{"--nats-url", natsURL, "--log-format", "text"}, args...)...)
 	p.WaitLog(tb, workerRE, 20*time.Second)
 	return p
 }
