@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"sync"
 
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 )
@@ -77,17 +78,63 @@ func EncodeRequest(h *RequestHeader, msg []byte) ([]byte, error) {
 var ErrBadEnvelope = errors.New("bus: malformed envelope")
 
 // DecodeRequest splits an envelope into its header and the raw message.
-// The returned message aliases data.
+// The returned message aliases data. The header's Session may be shared
+// with other headers decoded from the same snapshot: treat it as
+// read-only.
 func DecodeRequest(data []byte) (*RequestHeader, []byte, error) {
 	i := bytes.IndexByte(data, '\n')
 	if i < 0 {
 		return nil, nil, ErrBadEnvelope
 	}
-	var h RequestHeader
-	if err := json.Unmarshal(data[:i], &h); err != nil {
+	var w struct {
+		RequestHeader
+		Session json.RawMessage `json:"s,omitempty"`
+	}
+	if err := json.Unmarshal(data[:i], &w); err != nil {
 		return nil, nil, errors.Join(ErrBadEnvelope, err)
 	}
-	return &h, data[i+1:], nil
+	h := &w.RequestHeader
+	if len(w.Session) > 0 && string(w.Session) != "null" {
+		s, err := snapshots.decode(w.Session)
+		if err != nil {
+			return nil, nil, errors.Join(ErrBadEnvelope, err)
+		}
+		h.Session = s
+	}
+	return h, data[i+1:], nil
+}
+
+// snapshotCache keeps decoded session snapshots by their JSON: a session
+// sends the same snapshot with each request until its log level changes,
+// and decoding client capabilities is most of decoding a header.
+type snapshotCache struct {
+	mu sync.Mutex
+	m  map[string]*SessionInfo
+}
+
+var snapshots = &snapshotCache{m: map[string]*SessionInfo{}}
+
+// maxSnapshots bounds the cache; it starts over when full.
+const maxSnapshots = 4096
+
+func (c *snapshotCache) decode(raw []byte) (*SessionInfo, error) {
+	c.mu.Lock()
+	s := c.m[string(raw)]
+	c.mu.Unlock()
+	if s != nil {
+		return s, nil
+	}
+	s = new(SessionInfo)
+	if err := json.Unmarshal(raw, s); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if len(c.m) >= maxSnapshots {
+		clear(c.m)
+	}
+	c.m[string(raw)] = s
+	c.mu.Unlock()
+	return s, nil
 }
 
 // FrameKind says what a stream frame carries.

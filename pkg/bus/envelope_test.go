@@ -264,3 +264,36 @@ func TestLiveEventRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// Envelopes carrying the same session snapshot decode to one shared
+// SessionInfo; another snapshot (a new log level) decodes on its own.
+func TestDecodeRequestSharesSnapshots(t *testing.T) {
+	h := fullHeader()
+	env, err := bus.EncodeRequest(h, []byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _, err := bus.DecodeRequest(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := bus.DecodeRequest(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Session != b.Session {
+		t.Error("the same snapshot decoded twice")
+	}
+	h.Session.LogLevel = protocol.LevelDebug
+	env2, _ := bus.EncodeRequest(h, []byte(`{}`))
+	c, _, err := bus.DecodeRequest(env2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Session == a.Session || c.Session.LogLevel != protocol.LevelDebug || a.Session.LogLevel != protocol.LevelWarning {
+		t.Errorf("snapshots mixed up: %+v / %+v", a.Session, c.Session)
+	}
+	if _, _, err := bus.DecodeRequest([]byte(`{"era":1,"s":{"id":5}}` + "\n{}")); err == nil {
+		t.Error("a malformed snapshot decoded")
+	}
+}
