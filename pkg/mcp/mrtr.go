@@ -163,6 +163,11 @@ func (r *Request) Input(ctx context.Context, key, method string, params any) (js
 // they are sent one after the other (in key order).
 func (r *Request) Inputs(ctx context.Context, reqs map[string]*protocol.InputRequest) (map[string]json.RawMessage, error) {
 	keys := slices.Sorted(maps.Keys(reqs))
+	for _, k := range keys {
+		if err := r.inputCapability(reqs[k].Method); err != nil {
+			return nil, err
+		}
+	}
 	out := make(map[string]json.RawMessage, len(reqs))
 	if r.Era != protocol.EraModern {
 		for _, k := range keys {
@@ -248,4 +253,29 @@ func randomID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// inputCapability checks that the client declared the capability an input
+// request needs (elicitation, sampling, roots), as Elicit, Sample and
+// ListRoots do: a server never asks a client for what it cannot answer.
+func (r *Request) inputCapability(method string) error {
+	caps := r.ClientCapabilities
+	if caps == nil {
+		caps = &protocol.ClientCapabilities{}
+	}
+	switch method {
+	case protocol.MethodElicitationCreate:
+		if caps.Elicitation == nil {
+			return r.capabilityError("elicitation", map[string]any{"elicitation": struct{}{}})
+		}
+	case protocol.MethodSamplingCreateMessage:
+		if caps.Sampling == nil {
+			return r.capabilityError("sampling", map[string]any{"sampling": struct{}{}})
+		}
+	case protocol.MethodRootsList:
+		if caps.Roots == nil {
+			return r.capabilityError("roots", map[string]any{"roots": struct{}{}})
+		}
+	}
+	return nil
 }
