@@ -33,7 +33,8 @@ type Memory struct {
 	// it.
 	sessions map[string]*memSession
 
-	once onceKeys // UseOnce's registry, with its own lock
+	once    onceKeys   // UseOnce's registry, with its own lock
+	records memRecords // CreateRecord's table, with its own lock
 }
 
 var (

@@ -34,6 +34,9 @@ var (
 	// request of the same session that has not ended (and whose claim has
 	// not expired).
 	ErrInFlight = errors.New("sessionstore: request id already in flight")
+	// ErrConflict means SetRecord lost a race: the record changed since
+	// the version the caller read.
+	ErrConflict = errors.New("sessionstore: record changed")
 	// ErrInvalidConfig means a constructor was given options it cannot
 	// honour (a negative TTL, a malformed Redis URL, ...).
 	ErrInvalidConfig = errors.New("sessionstore: invalid config")
@@ -200,6 +203,19 @@ type Store interface {
 	// key was already used and has not expired: single-use enforcement
 	// shared by every frontend. It is not tied to any session.
 	UseOnce(ctx context.Context, key string, ttl time.Duration) error
+
+	// Records: small versioned documents not tied to a session (tasks),
+	// for read-modify-write by any frontend. A key is an opaque string.
+	//
+	// CreateRecord stores data under key for ttl; ErrExists if the key is
+	// live. GetRecord returns a copy of the data and its version (1 after
+	// CreateRecord, one more per SetRecord); ErrNotFound when the key is
+	// unknown or expired. SetRecord replaces the data if the version is
+	// still ver, keeping the expiry set at creation; ErrConflict when
+	// another write came first, ErrNotFound when the record is gone.
+	CreateRecord(ctx context.Context, key string, data []byte, ttl time.Duration) error
+	GetRecord(ctx context.Context, key string) (data []byte, ver int64, err error)
+	SetRecord(ctx context.Context, key string, ver int64, data []byte) error
 
 	// Close releases the store's resources (background goroutines,
 	// connections it owns), waiting for them at most until ctx is done. It
