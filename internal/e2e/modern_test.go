@@ -343,9 +343,13 @@ func tagged(t *testing.T, m testenv.Message, id any) {
 }
 
 func ruleListen(t *testing.T, tg *target) {
-	a := testenv.NewModernClient(t, tg.urls...)
-	b := testenv.NewModernClient(t, tg.urls...)
-	b.URL() // b's requests go to the other frontend than a's listen stream
+	// Every listen stream is held by the first frontend and every call
+	// that raises an event goes through the last one (on the cluster, the
+	// other frontend), so each event must reach a stream on a frontend
+	// that did not forward the call. Clients alternate frontends per
+	// request, so a and b each keep to one URL.
+	a := testenv.NewModernClient(t, tg.urls[0])
+	b := testenv.NewModernClient(t, tg.urls[len(tg.urls)-1])
 	const uri = "test://watched-resource"
 	res, honoured := openListen(t, a, "sub-res", map[string]any{"resourceSubscriptions": []string{uri}, "taskIds": []string{"t1"}})
 	if honoured["taskIds"] != nil {
