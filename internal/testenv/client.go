@@ -504,6 +504,10 @@ func ModernRequest(id any, method string, params map[string]any, caps map[string
 		if u, ok := params["uri"].(string); ok {
 			hdr["Mcp-Name"] = u
 		}
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		if id, ok := params["taskId"].(string); ok {
+			hdr["Mcp-Name"] = id
+		}
 	}
 	return Request(id, method, params), hdr
 }

@@ -54,6 +54,9 @@ type RequestHeader struct {
 	// advertised to the client are derived from them.
 	Listen        bool `json:"ls,omitempty"`
 	SessionStream bool `json:"ss,omitempty"`
+	// Tasks says the frontends keep task state (the tasks extension):
+	// tools may run as tasks.
+	Tasks bool `json:"tk,omitempty"`
 	// CheckParamHeaders is set for modern requests that came over HTTP:
 	// the worker checks x-mcp-header arguments against ParamHeaders (also
 	// when there are none: an argument without its header is refused).

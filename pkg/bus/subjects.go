@@ -175,3 +175,16 @@ func tokenSafe(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
 		c == '_' || c == '-' || c == '/' || c == ':'
 }
+
+// TaskWrite is where workers send task state changes (creation, input
+// requests, outcome); frontends, which hold the store, take them in the
+// TaskWriters queue group and reply once the store has them.
+func (s Subjects) TaskWrite() string { return s.p() + ".tasks.write" }
+
+// TaskWriters is the queue group of TaskWrite.
+const TaskWriters = "taskwriters"
+
+// TaskControl is where the worker running a task listens for the client's
+// input responses and cancellation (from any frontend); no responders
+// means that worker is gone.
+func (s Subjects) TaskControl(id string) string { return s.p() + ".task." + Token(id) }

@@ -376,7 +376,7 @@ func (f *Frontend) answerFromCatalog(era protocol.Era, msg *protocol.Message, me
 	if !v.live || !mcp.CatalogMethods[msg.Method] {
 		return nil, false
 	}
-	req := &mcp.Request{Method: msg.Method, ID: msg.ID, Era: era, Features: mcp.Features{Listen: true, SessionStream: true}}
+	req := &mcp.Request{Method: msg.Method, ID: msg.ID, Era: era, Features: mcp.Features{Listen: true, SessionStream: true, Tasks: true}}
 	if meta != nil && meta.ProtocolVersion != nil {
 		req.ProtocolVersion = *meta.ProtocolVersion
 	}

@@ -98,10 +98,11 @@ type Frontend struct {
 	hostCheck *allowList
 	metrics   *Metrics
 
-	sub    *nats.Subscription
-	ctlSub *nats.Subscription
-	reg    *listen.Registry
-	fleet  *fleet
+	sub     *nats.Subscription
+	ctlSub  *nats.Subscription
+	taskSub *nats.Subscription // task writes from workers
+	reg     *listen.Registry
+	fleet   *fleet
 
 	mu      sync.Mutex
 	streams map[string]*stream // stream id -> open stream
@@ -194,7 +195,7 @@ func (f *Frontend) Start(ctx context.Context) (err error) {
 		if err != nil {
 			f.fleet.shutdown()
 			f.reg.Shutdown()
-			for _, s := range []*nats.Subscription{f.sub, f.ctlSub} {
+			for _, s := range []*nats.Subscription{f.sub, f.ctlSub, f.taskSub} {
 				if s != nil {
 					_ = s.Unsubscribe()
 				}
@@ -207,6 +208,9 @@ func (f *Frontend) Start(ctx context.Context) (err error) {
 	_ = f.sub.SetPendingLimits(-1, 256<<20)
 	if f.ctlSub, err = f.nc.Subscribe(f.subj.FrontendControl(f.id), func(m *nats.Msg) { _ = m.Respond([]byte("ok")) }); err != nil {
 		return fmt.Errorf("frontend: subscribing to its control subject: %w", err)
+	}
+	if f.taskSub, err = f.startTaskWriter(); err != nil {
+		return fmt.Errorf("frontend: subscribing to task writes: %w", err)
 	}
 	if err = f.reg.Start(); err != nil {
 		return fmt.Errorf("frontend: subscribing to events: %w", err)
@@ -244,6 +248,7 @@ func (f *Frontend) Shutdown(ctx context.Context) error {
 	if f.sub != nil {
 		_ = f.sub.Unsubscribe()
 		_ = f.ctlSub.Unsubscribe()
+		_ = f.taskSub.Unsubscribe()
 	}
 	return err
 }

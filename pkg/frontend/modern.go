@@ -41,6 +41,11 @@ func (f *Frontend) postModern(w http.ResponseWriter, r *http.Request, msg *proto
 		f.serveListen(w, r, msg)
 		return
 	}
+	switch msg.Method {
+	case protocol.MethodTasksGet, protocol.MethodTasksUpdate, protocol.MethodTasksCancel:
+		f.serveTask(w, r, msg, head)
+		return
+	}
 	if head.RequestState != nil {
 		// A requestState is single-use, whichever frontend and worker see
 		// its retries: a replayed one is refused before any handler runs.
@@ -109,6 +114,8 @@ func checkModernHeaders(r *http.Request, msg *protocol.Message, head *protocol.P
 		want = head.Name
 	case protocol.MethodResourcesRead:
 		want = head.URI
+	case protocol.MethodTasksGet, protocol.MethodTasksUpdate, protocol.MethodTasksCancel:
+		want = head.TaskID
 	default:
 		return nil
 	}

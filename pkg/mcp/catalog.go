@@ -117,6 +117,9 @@ func (c *Catalog) Capabilities(era protocol.Era, f Features) protocol.ServerCapa
 	if c.Completions || len(c.Prompts) > 0 || len(c.Templates) > 0 {
 		caps.Completions = &struct{}{}
 	}
+	if era == protocol.EraModern && f.Tasks {
+		caps.Extensions = map[string]json.RawMessage{protocol.ExtensionTasks: json.RawMessage(`{}`)}
+	}
 	return caps
 }
 

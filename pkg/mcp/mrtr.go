@@ -168,6 +168,11 @@ func (r *Request) Inputs(ctx context.Context, reqs map[string]*protocol.InputReq
 			return nil, err
 		}
 	}
+	if t := r.task; t != nil && t.hasBegun() {
+		// A running task asks through its host: the task goes to
+		// input_required and the answers come with tasks/update.
+		return t.host.Inputs(ctx, t.id(), reqs)
+	}
 	out := make(map[string]json.RawMessage, len(reqs))
 	if r.Era != protocol.EraModern {
 		for _, k := range keys {

@@ -63,6 +63,9 @@ type Request struct {
 	// Features says what the transport delivers; capabilities advertised
 	// in initialize and server/discover are derived from it.
 	Features Features
+	// TaskHost runs tasks (the tasks extension) for this request; nil when
+	// the transport cannot.
+	TaskHost TaskHost
 	// ParamHeaders are the Mcp-Param-* headers of a modern HTTP request
 	// (name after the prefix, lower-cased); nil when the transport has no
 	// headers (stdio). When non-nil, tools/call checks them against the
@@ -84,6 +87,8 @@ type Request struct {
 
 	mrtrMu sync.Mutex
 	mrtr   *mrtr // modern requests that may return input_required
+
+	task *taskRun // a tools/call running as a task (or about to)
 }
 
 // Features says what a transport can deliver.
@@ -94,6 +99,9 @@ type Features struct {
 	// SessionStream: unsolicited messages to a legacy session (the GET
 	// stream on HTTP, stdout on stdio): list_changed, resources/updated.
 	SessionStream bool
+	// Tasks: the tasks extension (2026-07-28), advertised in
+	// capabilities.extensions.
+	Tasks bool
 }
 
 // ProgressToken returns the request's _meta.progressToken (nil when the

@@ -96,10 +96,12 @@ type Server struct {
 type eventsBox struct{ e Events }
 
 type tool struct {
-	def       *protocol.Tool
-	validator *jsonschema.Validator
-	handler   ToolHandler
-	headers   []headerArg // x-mcp-header arguments
+	def        *protocol.Tool
+	validator  *jsonschema.Validator
+	handler    ToolHandler
+	headers    []headerArg // x-mcp-header arguments
+	tasks      TaskSupport
+	manualTask bool // the handler calls Request.BeginTask itself
 }
 
 type prompt struct {
@@ -250,7 +252,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // AddTool registers (or replaces) a tool with a raw handler. t.InputSchema
 // nil means {"type":"object"}; it must be an object schema and is served
 // verbatim. Arguments are validated against it before h runs.
-func (s *Server) AddTool(t *protocol.Tool, h ToolHandler) error {
+func (s *Server) AddTool(t *protocol.Tool, h ToolHandler, opts ...ToolOption) error {
 	if t == nil || t.Name == "" || h == nil {
 		return errors.New("mcp: AddTool needs a named tool and a handler")
 	}
@@ -273,7 +275,11 @@ func (s *Server) AddTool(t *protocol.Tool, h ToolHandler) error {
 		return fmt.Errorf("mcp: tool %q: %w", t.Name, err)
 	}
 	return s.update("tools", func(r *registry) error {
-		r.tools[def.Name] = &tool{def: &def, validator: v, handler: h, headers: hs}
+		tl := &tool{def: &def, validator: v, handler: h, headers: hs}
+		for _, o := range opts {
+			o(tl)
+		}
+		r.tools[def.Name] = tl
 		return nil
 	})
 }

@@ -32,6 +32,24 @@ func (s *Server) callTool(ctx context.Context, req *Request, r *registry, params
 	if err := t.validator.ValidateJSON(args); err != nil {
 		return ToolError(fmt.Sprintf("invalid arguments for tool %q: %v", p.Name, err)), nil
 	}
+	if req.Era == protocol.EraModern && t.tasks != TaskForbidden {
+		declared := protocol.DeclaresTasks(req.ClientCapabilities)
+		switch {
+		case declared && req.TaskHost != nil:
+			return s.runTask(ctx, req, t, args)
+		case t.tasks == TaskRequired && !declared:
+			return nil, protocol.TasksRequired(fmt.Sprintf("tool %q", p.Name))
+		case t.tasks == TaskRequired:
+			return nil, protocol.NewError(protocol.CodeInternalError, "tool %q runs only as a task, which this transport cannot run", p.Name)
+		}
+	}
+	return invokeTool(ctx, req, t, args)
+}
+
+// invokeTool runs a tool's handler: a plain error becomes a tool error
+// (isError), a protocol error, a cancellation or an MRTR round end stays
+// an error.
+func invokeTool(ctx context.Context, req *Request, t *tool, args json.RawMessage) (protocol.Result, error) {
 	res, err := t.handler(ctx, req, args)
 	if err != nil {
 		var pe *protocol.Error
@@ -73,7 +91,7 @@ type TypedToolHandler[In, Out any] func(ctx context.Context, req *Request, in In
 // returned Out (with its JSON as a text block when the handler returned no
 // content), as the spec asks of tools with an output schema. A nil Out (a
 // nil pointer or map) adds no structuredContent.
-func AddTool[In, Out any](s *Server, t *protocol.Tool, h TypedToolHandler[In, Out]) error {
+func AddTool[In, Out any](s *Server, t *protocol.Tool, h TypedToolHandler[In, Out], opts ...ToolOption) error {
 	if t == nil || h == nil {
 		return errors.New("mcp: AddTool needs a tool and a handler")
 	}
@@ -118,7 +136,7 @@ func AddTool[In, Out any](s *Server, t *protocol.Tool, h TypedToolHandler[In, Ou
 		}
 		return res, nil
 	}
-	return s.AddTool(&def, raw)
+	return s.AddTool(&def, raw, opts...)
 }
 
 // isNil reports whether v is a nil pointer, map, slice or interface: a

@@ -49,6 +49,8 @@ type ParamsHead struct {
 	RequestID json.RawMessage `json:"requestId,omitempty"`
 	// RequestState is an MRTR retry's requestState.
 	RequestState *string `json:"requestState,omitempty"`
+	// TaskID is tasks/get, tasks/update and tasks/cancel's taskId.
+	TaskID *string `json:"taskId,omitempty"`
 }
 
 // CheckModernMeta applies the 2026-07-28 rules for a request's _meta, the

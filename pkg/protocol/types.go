@@ -293,7 +293,9 @@ var eraMethods = map[Era]map[string]bool{
 	},
 	EraModern: {
 		MethodServerDiscover: true,
-		MethodToolsList:      true, MethodToolsCall: true,
+		// The tasks extension (tasks/result and tasks/list are gone).
+		MethodTasksGet: true, MethodTasksUpdate: true, MethodTasksCancel: true,
+		MethodToolsList: true, MethodToolsCall: true,
 		MethodPromptsList: true, MethodPromptsGet: true,
 		MethodResourcesList: true, MethodResourcesTemplatesList: true,
 		MethodResourcesRead: true, MethodCompletionComplete: true,

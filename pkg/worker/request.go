@@ -100,9 +100,12 @@ func (w *Worker) onRequest(m *nats.Msg) {
 		ID:        msg.ID,
 		Era:       hdr.Era,
 		Principal: hdr.Principal,
-		Features:  mcp.Features{Listen: hdr.Listen, SessionStream: hdr.SessionStream},
+		Features:  mcp.Features{Listen: hdr.Listen, SessionStream: hdr.SessionStream, Tasks: hdr.Tasks},
 
 		Traceparent: hdr.Traceparent, Tracestate: hdr.Tracestate,
+	}
+	if hdr.Era == protocol.EraModern && hdr.Tasks {
+		req.TaskHost = w.tasks
 	}
 	if hdr.CheckParamHeaders {
 		req.ParamHeaders = hdr.ParamHeaders

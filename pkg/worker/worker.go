@@ -82,7 +82,8 @@ type Worker struct {
 	draining bool        // Shutdown started: queued requests are still served
 	closed   bool        // no more requests are taken
 
-	seq atomic.Uint64
+	seq   atomic.Uint64
+	tasks *taskHost
 }
 
 // New returns a worker serving srv over nc. Call Start to subscribe.
@@ -91,6 +92,7 @@ func New(nc *nats.Conn, srv *mcp.Server, opts *Options) (*Worker, error) {
 		return nil, errors.New("worker: New needs a NATS connection and a server")
 	}
 	w := &Worker{nc: nc, srv: srv, inflight: map[string]*inflight{}, calls: map[string]*call{}, noResp: map[uint64]string{}, reqSubs: map[string]*nats.Subscription{}}
+	w.tasks = newTaskHost(w)
 	if opts != nil {
 		w.opts = *opts
 	}
@@ -229,6 +231,8 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 		case <-time.After(time.Second):
 		}
 	}
+	// Tasks run on, within the same bound, and are cancelled past it.
+	w.tasks.shutdown(ctx)
 	for _, s := range w.subs {
 		_ = s.Unsubscribe()
 	}

@@ -1,0 +1,165 @@
+package e2e
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/testenv"
+	"github.com/mcpfleet/mcpfleet/pkg/protocol"
+)
+
+// The tasks extension (2026-07-28) across separate frontend and worker
+// processes: task state in Redis, any frontend answers about any task.
+
+var tasksCaps = map[string]any{"elicitation": map[string]any{}, "extensions": map[string]any{protocol.ExtensionTasks: map[string]any{}}}
+
+// taskView is what tasks/get and CreateTaskResult carry.
+type taskView struct {
+	ResultType    string                     `json:"resultType"`
+	TaskID        string                     `json:"taskId"`
+	Status        string                     `json:"status"`
+	StatusMessage string                     `json:"statusMessage"`
+	InputRequests map[string]json.RawMessage `json:"inputRequests"`
+	Result        *struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+		IsError bool `json:"isError"`
+	} `json:"result"`
+	Error *protocol.Error `json:"error"`
+}
+
+func taskOf(t *testing.T, r *testenv.Reply) taskView {
+	t.Helper()
+	resp := r.Response()
+	if r.Status != 200 || resp == nil || resp.Error != nil {
+		t.Fatalf("got %s, want a result", r)
+	}
+	var v taskView
+	if err := json.Unmarshal(resp.Result, &v); err != nil {
+		t.Fatalf("result: %v: %s", err, resp.Result)
+	}
+	return v
+}
+
+func startTask(t *testing.T, c *testenv.Client, id int, tool string, args map[string]any) taskView {
+	t.Helper()
+	v := taskOf(t, modern(t, c, id, "tools/call", map[string]any{"name": tool, "arguments": args}, tasksCaps, nil))
+	if v.ResultType != "task" || v.TaskID == "" || v.Status != "working" {
+		t.Fatalf("%s: want a CreateTaskResult, got %+v", tool, v)
+	}
+	return v
+}
+
+func getTask(t *testing.T, c *testenv.Client, id int, taskID string) taskView {
+	t.Helper()
+	v := taskOf(t, modern(t, c, id, "tasks/get", map[string]any{"taskId": taskID}, tasksCaps, nil))
+	if v.TaskID != taskID || v.ResultType != "complete" {
+		t.Fatalf("tasks/get %s: %+v", taskID, v)
+	}
+	return v
+}
+
+// pollTask polls tasks/get until the status is one of want.
+func pollTask(t *testing.T, c *testenv.Client, taskID string, timeout time.Duration, want ...string) taskView {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for i := 1000; ; i++ {
+		v := getTask(t, c, i, taskID)
+		for _, w := range want {
+			if v.Status == w {
+				return v
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s still %s after %v, want %v", taskID, v.Status, timeout, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A task created through frontend A is read, fed input and cancelled
+// through frontend B.
+func TestTaskAcrossFrontends(t *testing.T) {
+	c := testenv.StartCluster(t, testenv.ClusterOptions{Frontends: 2, Workers: 2})
+	a := testenv.NewModernClient(t, c.URLs[0])
+	b := testenv.NewModernClient(t, c.URLs[1])
+
+	// Input through the other frontend.
+	task := startTask(t, a, 1, "confirm_delete", map[string]any{"filename": "x.txt"})
+	v := pollTask(t, b, task.TaskID, 5*time.Second, "input_required")
+	if len(v.InputRequests) != 1 || v.InputRequests["confirm"] == nil {
+		t.Fatalf("input requests: %v", v.InputRequests)
+	}
+	ack := taskOf(t, modern(t, b, 2, "tasks/update", map[string]any{"taskId": task.TaskID,
+		"inputResponses": map[string]any{"confirm": map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}}}, tasksCaps, nil))
+	if ack.ResultType != "complete" || ack.TaskID != "" {
+		t.Fatalf("tasks/update ack: %+v", ack)
+	}
+	v = pollTask(t, a, task.TaskID, 5*time.Second, "completed", "failed", "cancelled")
+	if v.Status != "completed" || v.Result == nil || v.Result.Content[0].Text != "deleted x.txt" {
+		t.Fatalf("after the input: %+v", v)
+	}
+
+	// Cancel through the other frontend: the task ends cancelled and stays so.
+	task = startTask(t, a, 3, "slow_compute", map[string]any{"seconds": 30, "label": "to cancel"})
+	if v := getTask(t, b, 4, task.TaskID); v.Status != "working" {
+		t.Fatalf("a fresh task: %+v", v)
+	}
+	if ack := taskOf(t, modern(t, b, 5, "tasks/cancel", map[string]any{"taskId": task.TaskID}, tasksCaps, nil)); ack.ResultType != "complete" || ack.Status != "" {
+		t.Fatalf("tasks/cancel ack: %+v", ack)
+	}
+	if v := getTask(t, a, 6, task.TaskID); v.Status != "cancelled" {
+		t.Fatalf("right after the cancel: %+v", v)
+	}
+	time.Sleep(300 * time.Millisecond) // the worker's handler ended meanwhile
+	if v := getTask(t, b, 7, task.TaskID); v.Status != "cancelled" || v.Result != nil {
+		t.Fatalf("a cancelled task changed: %+v", v)
+	}
+	// Cancelling a terminal task is acknowledged and changes nothing.
+	if ack := taskOf(t, modern(t, a, 8, "tasks/cancel", map[string]any{"taskId": task.TaskID}, tasksCaps, nil)); ack.ResultType != "complete" {
+		t.Fatalf("second cancel: %+v", ack)
+	}
+
+	// The rules of the task methods.
+	wantError(t, modern(t, b, 9, "tasks/get", map[string]any{"taskId": task.TaskID}, map[string]any{}, nil), 400, protocol.CodeMissingRequiredClientCapability)
+	wantError(t, modern(t, b, 10, "tasks/get", map[string]any{"taskId": task.TaskID}, tasksCaps, map[string]string{"Mcp-Name": "another-task"}), 400, protocol.CodeHeaderMismatch)
+	wantError(t, modern(t, b, 11, "tasks/get", map[string]any{"taskId": "no-such-task"}, tasksCaps, nil), 200, protocol.CodeInvalidParams)
+	wantError(t, modern(t, b, 12, "tasks/result", map[string]any{"taskId": task.TaskID}, tasksCaps, nil), 404, protocol.CodeMethodNotFound)
+	// A task-required tool without the extension: -32021 naming it.
+	e := wantError(t, modern(t, a, 13, "tools/call", map[string]any{"name": "failing_job", "arguments": map[string]any{}}, map[string]any{}, nil), 400, protocol.CodeMissingRequiredClientCapability)
+	if !strings.Contains(string(e.Error.Data), protocol.ExtensionTasks) {
+		t.Fatalf("error data: %s", e.Error.Data)
+	}
+}
+
+// A task outlives the frontend that created it.
+func TestTaskSurvivesFrontendDeath(t *testing.T) {
+	c := testenv.StartCluster(t, testenv.ClusterOptions{Frontends: 2, Workers: 1})
+	a := testenv.NewModernClient(t, c.URLs[0])
+	b := testenv.NewModernClient(t, c.URLs[1])
+	task := startTask(t, a, 1, "slow_compute", map[string]any{"seconds": 1.5, "label": "survivor"})
+	c.Frontends[0].Kill()
+	v := pollTask(t, b, task.TaskID, 10*time.Second, "completed", "failed", "cancelled")
+	if v.Status != "completed" || v.Result == nil || !strings.Contains(v.Result.Content[0].Text, "survivor") {
+		t.Fatalf("after the creating frontend died: %+v", v)
+	}
+}
+
+// A task whose worker is killed ends failed, with a clear message, at the
+// next tasks/get: it never stays working.
+func TestTaskWorkerKilled(t *testing.T) {
+	c := testenv.StartCluster(t, testenv.ClusterOptions{Frontends: 2, Workers: 1})
+	a := testenv.NewModernClient(t, c.URLs[0])
+	task := startTask(t, a, 1, "slow_compute", map[string]any{"seconds": 60, "label": "orphan"})
+	killed := time.Now()
+	c.Workers[0].Kill()
+	b := testenv.NewModernClient(t, c.URLs[1])
+	v := pollTask(t, b, task.TaskID, 5*time.Second, "completed", "failed", "cancelled")
+	t.Logf("the task of the killed worker ended %s %s after the kill", v.Status, time.Since(killed).Round(time.Millisecond))
+	if v.Status != "failed" || v.Error == nil || !strings.Contains(v.Error.Message, "worker") {
+		t.Fatalf("after the worker's death: %+v", v)
+	}
+}

@@ -1,0 +1,310 @@
+// Package tasks holds the state of the tasks extension's tasks (2026-07-28,
+// io.modelcontextprotocol/tasks) in the session store, and the messages
+// that carry task changes between workers and frontends.
+//
+// A task's record lives in the store under Key(id) for its TTL. Workers run
+// tasks but never touch the store: they send WriteOps on the bus
+// (bus.Subjects.TaskWrite) and a frontend applies them (Apply). Frontends
+// answer tasks/get, tasks/update and tasks/cancel from the store, and
+// reach the worker running a task with Controls
+// (bus.Subjects.TaskControl). Every change is a compare-and-set on the
+// record, and a terminal status never changes.
+package tasks
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/pkg/protocol"
+	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
+)
+
+// Store is the part of sessionstore.Store tasks use.
+type Store interface {
+	CreateRecord(ctx context.Context, key string, data []byte, ttl time.Duration) error
+	GetRecord(ctx context.Context, key string) ([]byte, int64, error)
+	SetRecord(ctx context.Context, key string, ver int64, data []byte) error
+}
+
+// Defaults of a new task.
+const (
+	DefaultTTL          = time.Hour
+	DefaultPollInterval = 500 * time.Millisecond
+)
+
+// ErrNotFound means no live task has the id (or it belongs to another
+// principal).
+var ErrNotFound = errors.New("tasks: task not found")
+
+// Record is a task as stored.
+type Record struct {
+	protocol.Task
+	// Principal owns the task ("" when authentication is off); Worker runs
+	// it.
+	Principal string `json:"principal,omitempty"`
+	Worker    string `json:"worker,omitempty"`
+	// Inputs are the input requests the task waits for (input_required);
+	// Asked lists every key ever asked (keys are unique over a task's life).
+	Inputs map[string]*protocol.InputRequest `json:"inputs,omitempty"`
+	Asked  []string                          `json:"asked,omitempty"`
+	// Result (completed) or Error (failed) is the outcome.
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *protocol.Error `json:"error,omitempty"`
+}
+
+// NewID returns a task id: 128 random bits, base64url (header-safe).
+func NewID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// New returns a working task record owned by principal, run by worker.
+func New(id, principal, worker string, now time.Time, ttl time.Duration) *Record {
+	ms := ttl.Milliseconds()
+	ts := protocol.TaskTime(now)
+	return &Record{
+		Task: protocol.Task{
+			TaskID: id, Status: protocol.TaskWorking, CreatedAt: ts, LastUpdatedAt: ts,
+			TTLMs: &ms, PollIntervalMs: DefaultPollInterval.Milliseconds(),
+		},
+		Principal: principal, Worker: worker,
+	}
+}
+
+// Key is the store key of task id.
+func Key(id string) string { return "task:" + id }
+
+// Create stores a new record for its TTL.
+func Create(ctx context.Context, st Store, r *Record) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	ttl := DefaultTTL
+	if r.TTLMs != nil {
+		ttl = time.Duration(*r.TTLMs) * time.Millisecond
+	}
+	return st.CreateRecord(ctx, Key(r.TaskID), b, ttl)
+}
+
+// Get returns the task id as principal sees it: ErrNotFound when it does
+// not exist, expired, or belongs to another principal.
+func Get(ctx context.Context, st Store, id, principal string) (*Record, int64, error) {
+	b, ver, err := st.GetRecord(ctx, Key(id))
+	if errors.Is(err, sessionstore.ErrNotFound) {
+		return nil, 0, ErrNotFound
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	var r Record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, 0, fmt.Errorf("tasks: malformed record %s: %w", id, err)
+	}
+	if r.Principal != principal {
+		return nil, 0, ErrNotFound
+	}
+	return &r, ver, nil
+}
+
+// Update applies change to the task's record with compare-and-set, until
+// it lands or change declines (returns false: nothing to write). It returns
+// the record as stored afterwards.
+func Update(ctx context.Context, st Store, id, principal string, change func(*Record) bool) (*Record, error) {
+	for attempt := 0; ; attempt++ {
+		r, ver, err := Get(ctx, st, id, principal)
+		if err != nil {
+			return nil, err
+		}
+		if !change(r) {
+			return r, nil
+		}
+		b, err := json.Marshal(r)
+		if err != nil {
+			return nil, err
+		}
+		err = st.SetRecord(ctx, Key(id), ver, b)
+		switch {
+		case err == nil:
+			return r, nil
+		case errors.Is(err, sessionstore.ErrNotFound):
+			return nil, ErrNotFound
+		case errors.Is(err, sessionstore.ErrConflict) && attempt < 100:
+			continue
+		default:
+			return nil, err
+		}
+	}
+}
+
+// touch sets LastUpdatedAt.
+func (r *Record) touch(now time.Time) { r.LastUpdatedAt = protocol.TaskTime(now) }
+
+// AskInputs moves a live task to input_required with reqs added to what
+// it waits for. It returns false (no change) for a terminal task.
+func (r *Record) AskInputs(reqs map[string]*protocol.InputRequest, now time.Time) bool {
+	if r.Status.Terminal() {
+		return false
+	}
+	if r.Inputs == nil {
+		r.Inputs = map[string]*protocol.InputRequest{}
+	}
+	for k, v := range reqs {
+		r.Inputs[k] = v
+		r.Asked = append(r.Asked, k)
+	}
+	r.Status = protocol.TaskInputRequired
+	r.touch(now)
+	return true
+}
+
+// Answer takes the responses to keys the task waits for (others are
+// ignored), back to working once nothing is outstanding. It returns the
+// accepted responses (nil: no change).
+func (r *Record) Answer(responses map[string]json.RawMessage, now time.Time) map[string]json.RawMessage {
+	if r.Status != protocol.TaskInputRequired {
+		return nil
+	}
+	var accepted map[string]json.RawMessage
+	for k, v := range responses {
+		if _, ok := r.Inputs[k]; !ok || len(v) == 0 || v[0] != '{' {
+			continue
+		}
+		if accepted == nil {
+			accepted = map[string]json.RawMessage{}
+		}
+		accepted[k] = v
+		delete(r.Inputs, k)
+	}
+	if accepted == nil {
+		return nil
+	}
+	if len(r.Inputs) == 0 {
+		r.Inputs = nil
+		r.Status = protocol.TaskWorking
+	}
+	r.touch(now)
+	return accepted
+}
+
+// Finish records the outcome of a live task: completed with result, or
+// failed with e. A terminal task is left as it is (false).
+func (r *Record) Finish(result json.RawMessage, e *protocol.Error, now time.Time) bool {
+	if r.Status.Terminal() {
+		return false
+	}
+	r.Inputs = nil
+	if e != nil {
+		r.Status, r.Error, r.Result = protocol.TaskFailed, e, nil
+		r.StatusMessage = e.Message
+	} else {
+		r.Status, r.Result = protocol.TaskCompleted, result
+	}
+	r.touch(now)
+	return true
+}
+
+// Cancel moves a live task to cancelled (false for a terminal one).
+func (r *Record) Cancel(now time.Time) bool {
+	if r.Status.Terminal() {
+		return false
+	}
+	r.Status, r.Inputs = protocol.TaskCancelled, nil
+	r.StatusMessage = "cancelled by the client"
+	r.touch(now)
+	return true
+}
+
+// GetResult is the record as tasks/get answers it.
+func (r *Record) GetResult() *protocol.GetTaskResult {
+	res := &protocol.GetTaskResult{Task: r.Task}
+	res.ResultType = protocol.ResultTypeComplete
+	switch r.Status {
+	case protocol.TaskInputRequired:
+		res.InputRequests = maps.Clone(r.Inputs)
+	case protocol.TaskCompleted:
+		res.Result = r.Result
+	case protocol.TaskFailed:
+		res.Error = r.Error
+	}
+	return res
+}
+
+// CreateResult is the record as the tools/call that created it answers.
+func (r *Record) CreateResult() *protocol.CreateTaskResult {
+	res := &protocol.CreateTaskResult{Task: r.Task}
+	res.ResultType = protocol.ResultTypeTask
+	return res
+}
+
+// WriteOp is a task change a worker sends on bus.Subjects.TaskWrite.
+type WriteOp struct {
+	Op string `json:"op"` // "create", "inputs" or "finish"
+	// Record is the new task (create).
+	Record *Record `json:"record,omitempty"`
+	// ID and Principal name the task (inputs, finish).
+	ID        string `json:"id,omitempty"`
+	Principal string `json:"principal,omitempty"`
+	// Inputs are the input requests to add (inputs).
+	Inputs map[string]*protocol.InputRequest `json:"inputs,omitempty"`
+	// Result or Error is the outcome (finish).
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *protocol.Error `json:"error,omitempty"`
+}
+
+// WriteReply answers a WriteOp: Error is empty on success. Terminal is set
+// when the task is already over (an inputs or finish op changed nothing).
+type WriteReply struct {
+	Error    string `json:"error,omitempty"`
+	Terminal bool   `json:"terminal,omitempty"`
+}
+
+// Apply carries out op on the store.
+func Apply(ctx context.Context, st Store, op *WriteOp, now time.Time) WriteReply {
+	var err error
+	terminal := false
+	switch op.Op {
+	case "create":
+		if op.Record == nil {
+			return WriteReply{Error: "create without a record"}
+		}
+		err = Create(ctx, st, op.Record)
+	case "inputs":
+		_, err = Update(ctx, st, op.ID, op.Principal, func(r *Record) bool {
+			if !r.AskInputs(op.Inputs, now) {
+				terminal = true
+				return false
+			}
+			return true
+		})
+	case "finish":
+		_, err = Update(ctx, st, op.ID, op.Principal, func(r *Record) bool {
+			if !r.Finish(op.Result, op.Error, now) {
+				terminal = true
+				return false
+			}
+			return true
+		})
+	default:
+		return WriteReply{Error: fmt.Sprintf("unknown op %q", op.Op)}
+	}
+	if err != nil {
+		return WriteReply{Error: err.Error()}
+	}
+	return WriteReply{Terminal: terminal}
+}
+
+// Control is what a frontend sends the worker running a task on
+// bus.Subjects.TaskControl.
+type Control struct {
+	Op string `json:"op"` // "input", "cancel" or "ping"
+	// Responses are accepted input responses (input).
+	Responses map[string]json.RawMessage `json:"responses,omitempty"`
+}
