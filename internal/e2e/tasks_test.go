@@ -163,3 +163,53 @@ func TestTaskWorkerKilled(t *testing.T) {
 		t.Fatalf("after the worker's death: %+v", v)
 	}
 }
+
+// A listen stream whose filter names a task gets notifications/tasks as
+// the task changes, whichever frontend and worker change it.
+func TestTaskNotifications(t *testing.T) {
+	c := testenv.StartCluster(t, testenv.ClusterOptions{Frontends: 2, Workers: 2})
+	a := testenv.NewModernClient(t, c.URLs[0])
+	b := testenv.NewModernClient(t, c.URLs[1])
+	task := startTask(t, a, 1, "confirm_delete", map[string]any{"filename": "n.txt"})
+	pollTask(t, a, task.TaskID, 5*time.Second, "input_required")
+
+	msg, hdr := testenv.ModernRequest("watch", "subscriptions/listen", map[string]any{"notifications": map[string]any{"taskIds": []string{task.TaskID}}}, tasksCaps)
+	s := b.PostStream(msg, hdr)
+	if s.Status != 200 {
+		t.Fatalf("listen: HTTP %d %s", s.Status, s.Body)
+	}
+	_, ack := s.NextMessage(t, 10*time.Second)
+	if ack.Method != "notifications/subscriptions/acknowledged" || !strings.Contains(string(ack.Params), task.TaskID) {
+		t.Fatalf("ack: %s %s", ack.Method, ack.Params)
+	}
+	modern(t, a, 2, "tasks/update", map[string]any{"taskId": task.TaskID,
+		"inputResponses": map[string]any{"confirm": map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}}}, tasksCaps, nil)
+	var statuses []string
+	for len(statuses) == 0 || statuses[len(statuses)-1] != "completed" {
+		_, m := s.NextMessage(t, 10*time.Second)
+		if m.Method != "notifications/tasks" {
+			t.Fatalf("got %s", m.Method)
+		}
+		tagged(t, m, "watch")
+		var p taskView
+		if err := json.Unmarshal(m.Params, &p); err != nil || p.TaskID != task.TaskID {
+			t.Fatalf("params: %s", m.Params)
+		}
+		statuses = append(statuses, p.Status)
+		if p.Status == "completed" && (p.Result == nil || p.Result.Content[0].Text != "deleted n.txt") {
+			t.Fatalf("completed without its result: %s", m.Params)
+		}
+	}
+	if statuses[0] != "working" {
+		t.Fatalf("statuses %v, want working then completed", statuses)
+	}
+	s.Close()
+	// Without the extension, task ids are not honoured: the
+	// acknowledgement leaves them out.
+	msg, hdr = testenv.ModernRequest("w2", "subscriptions/listen", map[string]any{"notifications": map[string]any{"taskIds": []string{task.TaskID}, "toolsListChanged": true}}, map[string]any{})
+	s = b.PostStream(msg, hdr)
+	if _, ack := s.NextMessage(t, 10*time.Second); ack.Method != "notifications/subscriptions/acknowledged" || strings.Contains(string(ack.Params), "taskIds") {
+		t.Fatalf("ack without the extension: %s", ack.Params)
+	}
+	s.Close()
+}

@@ -188,3 +188,7 @@ const TaskWriters = "taskwriters"
 // input responses and cancellation (from any frontend); no responders
 // means that worker is gone.
 func (s Subjects) TaskControl(id string) string { return s.p() + ".task." + Token(id) }
+
+// TaskEvent carries a task's state each time it changes (the params of
+// notifications/tasks), for listen streams that watch the task.
+func (s Subjects) TaskEvent(id string) string { return s.p() + ".evt.task." + Token(id) }

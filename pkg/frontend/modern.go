@@ -38,7 +38,7 @@ func (f *Frontend) postModern(w http.ResponseWriter, r *http.Request, msg *proto
 		return
 	}
 	if msg.Method == protocol.MethodSubscriptionsListen {
-		f.serveListen(w, r, msg)
+		f.serveListen(w, r, msg, head)
 		return
 	}
 	switch msg.Method {
@@ -184,7 +184,7 @@ func modernStatus(code int64) int {
 // message acknowledges the honoured filter, then the matching events
 // tagged with the subscription id, keepalive comments, and on graceful
 // shutdown the SubscriptionsListenResult.
-func (f *Frontend) serveListen(w http.ResponseWriter, r *http.Request, msg *protocol.Message) {
+func (f *Frontend) serveListen(w http.ResponseWriter, r *http.Request, msg *protocol.Message, head *protocol.ParamsHead) {
 	var p protocol.ListenParams
 	if err := json.Unmarshal(msg.Params, &p); err != nil || p.Notifications == nil {
 		writeError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: params.notifications (a SubscriptionFilter) is required"))
@@ -200,7 +200,15 @@ func (f *Frontend) serveListen(w http.ResponseWriter, r *http.Request, msg *prot
 			return
 		}
 	}
-	ls, err := f.reg.OpenListen(clientKey(r), msg.ID, listen.Honoured(p.Notifications))
+	// Task ids are honoured for requests that declare the tasks
+	// extension; for others they are dropped from the acknowledged filter,
+	// like any type the server does not deliver.
+	tasks := protocol.DeclaresTasks(head.Meta.ClientCapabilities)
+	if n := len(p.Notifications.TaskIDs); n > maxListenURIs {
+		writeError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: at most %d taskIds per listen stream (got %d)", maxListenURIs, n))
+		return
+	}
+	ls, err := f.reg.OpenListen(clientKey(r), msg.ID, listen.Honoured(p.Notifications, tasks))
 	switch {
 	case errors.Is(err, listen.ErrTooMany):
 		writeError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "too many listen streams on this server; retry later"))

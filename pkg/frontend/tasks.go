@@ -27,15 +27,17 @@ func (f *Frontend) startTaskWriter() (*nats.Subscription, error) {
 	return f.nc.QueueSubscribe(f.subj.TaskWrite(), bus.TaskWriters, func(m *nats.Msg) {
 		var op tasks.WriteOp
 		reply := tasks.WriteReply{}
+		var changed *tasks.Record
 		if err := json.Unmarshal(m.Data, &op); err != nil {
 			reply.Error = "malformed task write"
 		} else {
 			ctx, cancel := context.WithTimeout(context.Background(), taskTimeout)
-			reply = tasks.Apply(ctx, f.opts.Store, &op, time.Now())
+			reply, changed = tasks.Apply(ctx, f.opts.Store, &op, time.Now())
 			cancel()
 		}
 		b, _ := json.Marshal(reply)
 		_ = m.Respond(b)
+		f.taskChanged(changed)
 	})
 }
 
@@ -77,6 +79,7 @@ func (f *Frontend) serveTask(w http.ResponseWriter, r *http.Request, msg *protoc
 			return accepted != nil
 		})
 		if err == nil && accepted != nil {
+			f.taskChanged(rec)
 			// The record has them (a tasks/get sees them at once); the
 			// worker running the task needs them to go on.
 			if ctlErr := f.taskControl(ctx, p.TaskID, &tasks.Control{Op: "input", Responses: accepted}); errors.Is(ctlErr, nats.ErrNoResponders) {
@@ -91,6 +94,7 @@ func (f *Frontend) serveTask(w http.ResponseWriter, r *http.Request, msg *protoc
 			return cancelled
 		})
 		if err == nil && cancelled {
+			f.taskChanged(rec)
 			_ = f.taskControl(ctx, p.TaskID, &tasks.Control{Op: "cancel"})
 		}
 		res = &protocol.EmptyResult{ResultBase: protocol.ResultBase{ResultType: protocol.ResultTypeComplete}}
@@ -110,6 +114,17 @@ func (f *Frontend) serveTask(w http.ResponseWriter, r *http.Request, msg *protoc
 		return
 	}
 	writeJSON(w, http.StatusOK, protocol.AppendResponse(nil, msg.ID, raw), nil)
+}
+
+// taskChanged announces a task's new state to the listen streams that
+// watch it (notifications/tasks), on every frontend.
+func (f *Frontend) taskChanged(rec *tasks.Record) {
+	if rec == nil {
+		return
+	}
+	if err := f.nc.Publish(f.subj.TaskEvent(rec.TaskID), rec.Event()); err != nil {
+		f.log.Warn("frontend: announcing a task change", "err", err)
+	}
 }
 
 // taskControl sends c to the worker running task id and waits for its
@@ -136,7 +151,13 @@ func (f *Frontend) taskWorkerGone(ctx context.Context, id string) bool {
 // message, unless it reached a terminal state meanwhile.
 func (f *Frontend) failOrphanedTask(ctx context.Context, id, principal string, now time.Time) (*tasks.Record, error) {
 	e := protocol.NewError(protocol.CodeInternalError, "the worker running this task stopped before it finished")
-	return tasks.Update(ctx, f.opts.Store, id, principal, func(t *tasks.Record) bool {
-		return t.Finish(nil, e, now)
+	changed := false
+	rec, err := tasks.Update(ctx, f.opts.Store, id, principal, func(t *tasks.Record) bool {
+		changed = t.Finish(nil, e, now)
+		return changed
 	})
+	if err == nil && changed {
+		f.taskChanged(rec)
+	}
+	return rec, err
 }

@@ -95,7 +95,7 @@ func TestConcurrentOpenClose(t *testing.T) {
 				}
 				f := protocol.SubscriptionFilter{ToolsListChanged: i%2 == 0, ResourcesListChanged: i%3 == 0,
 					ResourceSubscriptions: []string{uris[(w+i)%len(uris)], uris[(w*i)%len(uris)]}}
-				l, err := r.OpenListen(fmt.Sprintf("client%d", w%4), protocol.Int64ID(int64(i%5)), listen.Honoured(&f))
+				l, err := r.OpenListen(fmt.Sprintf("client%d", w%4), protocol.Int64ID(int64(i%5)), listen.Honoured(&f, false))
 				switch {
 				case errors.Is(err, listen.ErrDuplicate), errors.Is(err, listen.ErrTooMany):
 					continue

@@ -24,22 +24,32 @@ type ListenStream struct {
 }
 
 // Honoured returns the part of a requested filter this registry delivers:
-// list changes and resource subscriptions; task ids are dropped (no tasks
-// extension here).
-func Honoured(f *protocol.SubscriptionFilter) protocol.SubscriptionFilter {
+// list changes, resource subscriptions and, when the transport runs tasks
+// and the request declared the tasks extension (tasks), task status
+// (notifications/tasks for the named task ids).
+func Honoured(f *protocol.SubscriptionFilter, tasks bool) protocol.SubscriptionFilter {
 	h := protocol.SubscriptionFilter{
 		ToolsListChanged:     f.ToolsListChanged,
 		PromptsListChanged:   f.PromptsListChanged,
 		ResourcesListChanged: f.ResourcesListChanged,
 	}
-	seen := map[string]bool{}
-	for _, u := range f.ResourceSubscriptions {
-		if u != "" && !seen[u] {
-			seen[u] = true
-			h.ResourceSubscriptions = append(h.ResourceSubscriptions, u)
-		}
+	h.ResourceSubscriptions = dedup(f.ResourceSubscriptions)
+	if tasks {
+		h.TaskIDs = dedup(f.TaskIDs)
 	}
 	return h
+}
+
+func dedup(in []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, u := range in {
+		if u != "" && !seen[u] {
+			seen[u] = true
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // OpenListen registers a listen stream for client (the transport's name for
@@ -70,6 +80,12 @@ func (r *Registry) OpenListen(client string, id protocol.ID, filter protocol.Sub
 			break
 		}
 	}
+	for _, id := range filter.TaskIDs {
+		if err != nil {
+			break
+		}
+		err = r.addTask(id, l)
+	}
 	r.mu.Unlock()
 	if err == nil {
 		err = r.flush()
@@ -93,6 +109,9 @@ func (l *ListenStream) Close() {
 	delete(r.listens, l.key)
 	for _, u := range l.filter.ResourceSubscriptions {
 		r.dropURI(u, l)
+	}
+	for _, id := range l.filter.TaskIDs {
+		r.dropTask(id, l)
 	}
 }
 

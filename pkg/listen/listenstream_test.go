@@ -37,7 +37,7 @@ func TestHonoured(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			in := c.in
 			inURIs := append([]string(nil), c.in.ResourceSubscriptions...)
-			got := listen.Honoured(&in)
+			got := listen.Honoured(&in, false)
 			if !reflect.DeepEqual(got, c.want) {
 				t.Fatalf("Honoured(%+v) = %+v, want %+v", c.in, got, c.want)
 			}
@@ -75,7 +75,7 @@ func TestListenAck(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.id.String(), func(t *testing.T) {
-			l, err := r.OpenListen("client", c.id, listen.Honoured(&requested))
+			l, err := r.OpenListen("client", c.id, listen.Honoured(&requested, false))
 			if err != nil {
 				t.Fatalf("OpenListen: %v", err)
 			}

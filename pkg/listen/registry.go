@@ -87,6 +87,7 @@ type Registry struct {
 	closed   bool
 	sessions map[string]*session
 	uris     map[string]*uriEntry
+	tasks    map[string]*taskEntry // task id -> listen streams watching it
 	listens  map[listenKey]*ListenStream
 	listSub  *nats.Subscription
 }
@@ -183,6 +184,7 @@ func New(nc *nats.Conn, opts Options) *Registry {
 	return &Registry{
 		nc: nc, opts: opts, log: log,
 		sessions: map[string]*session{}, uris: map[string]*uriEntry{}, listens: map[listenKey]*ListenStream{},
+		tasks: map[string]*taskEntry{},
 	}
 }
 

@@ -659,7 +659,7 @@ func (s *session) openListen(msg *protocol.Message) {
 		return
 	}
 	key := msg.ID.String()
-	l := &listenSub{id: msg.ID, idJSON: msg.ID.AppendJSON(nil), filter: listen.Honoured(p.Notifications)}
+	l := &listenSub{id: msg.ID, idJSON: msg.ID.AppendJSON(nil), filter: listen.Honoured(p.Notifications, false)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {

@@ -266,39 +266,54 @@ type WriteReply struct {
 	Terminal bool   `json:"terminal,omitempty"`
 }
 
-// Apply carries out op on the store.
-func Apply(ctx context.Context, st Store, op *WriteOp, now time.Time) WriteReply {
-	var err error
+// Apply carries out op on the store. It returns the record as stored when
+// op changed it (nil otherwise).
+func Apply(ctx context.Context, st Store, op *WriteOp, now time.Time) (WriteReply, *Record) {
+	var (
+		err     error
+		rec     *Record
+		changed bool
+	)
 	terminal := false
 	switch op.Op {
 	case "create":
 		if op.Record == nil {
-			return WriteReply{Error: "create without a record"}
+			return WriteReply{Error: "create without a record"}, nil
 		}
-		err = Create(ctx, st, op.Record)
+		if err = Create(ctx, st, op.Record); err == nil {
+			rec, changed = op.Record, true
+		}
 	case "inputs":
-		_, err = Update(ctx, st, op.ID, op.Principal, func(r *Record) bool {
-			if !r.AskInputs(op.Inputs, now) {
-				terminal = true
-				return false
-			}
-			return true
+		rec, err = Update(ctx, st, op.ID, op.Principal, func(r *Record) bool {
+			changed = r.AskInputs(op.Inputs, now)
+			terminal = !changed
+			return changed
 		})
 	case "finish":
-		_, err = Update(ctx, st, op.ID, op.Principal, func(r *Record) bool {
-			if !r.Finish(op.Result, op.Error, now) {
-				terminal = true
-				return false
-			}
-			return true
+		rec, err = Update(ctx, st, op.ID, op.Principal, func(r *Record) bool {
+			changed = r.Finish(op.Result, op.Error, now)
+			terminal = !changed
+			return changed
 		})
 	default:
-		return WriteReply{Error: fmt.Sprintf("unknown op %q", op.Op)}
+		return WriteReply{Error: fmt.Sprintf("unknown op %q", op.Op)}, nil
 	}
 	if err != nil {
-		return WriteReply{Error: err.Error()}
+		return WriteReply{Error: err.Error()}, nil
 	}
-	return WriteReply{Terminal: terminal}
+	if !changed {
+		rec = nil
+	}
+	return WriteReply{Terminal: terminal}, rec
+}
+
+// Event is the params of notifications/tasks for the record: the task as
+// tasks/get describes it, without resultType.
+func (r *Record) Event() []byte {
+	g := r.GetResult()
+	g.ResultType = ""
+	b, _ := json.Marshal(g)
+	return b
 }
 
 // Control is what a frontend sends the worker running a task on

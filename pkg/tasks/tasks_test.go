@@ -29,14 +29,14 @@ func TestLifecycle(t *testing.T) {
 	if len(id) != 22 {
 		t.Fatalf("id %q", id)
 	}
-	if r := Apply(ctx, st, &WriteOp{Op: "create", Record: New(id, "alice", "w1", now, time.Minute)}, now); r.Error != "" {
+	if r, _ := Apply(ctx, st, &WriteOp{Op: "create", Record: New(id, "alice", "w1", now, time.Minute)}, now); r.Error != "" {
 		t.Fatal(r.Error)
 	}
 	if _, _, err := Get(ctx, st, id, "bob"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("another principal sees the task: %v", err)
 	}
 	ask := map[string]*protocol.InputRequest{"a": {Method: protocol.MethodElicitationCreate}, "b": {Method: protocol.MethodElicitationCreate}}
-	if r := Apply(ctx, st, &WriteOp{Op: "inputs", ID: id, Principal: "alice", Inputs: ask}, now); r.Error != "" || r.Terminal {
+	if r, _ := Apply(ctx, st, &WriteOp{Op: "inputs", ID: id, Principal: "alice", Inputs: ask}, now); r.Error != "" || r.Terminal {
 		t.Fatalf("inputs: %+v", r)
 	}
 	var accepted map[string]json.RawMessage
@@ -53,11 +53,11 @@ func TestLifecycle(t *testing.T) {
 	if rec.Status != protocol.TaskWorking || rec.Inputs != nil {
 		t.Fatalf("all answered: %+v", rec)
 	}
-	if r := Apply(ctx, st, &WriteOp{Op: "finish", ID: id, Principal: "alice", Result: json.RawMessage(`{"content":[]}`)}, now); r.Error != "" || r.Terminal {
+	if r, _ := Apply(ctx, st, &WriteOp{Op: "finish", ID: id, Principal: "alice", Result: json.RawMessage(`{"content":[]}`)}, now); r.Error != "" || r.Terminal {
 		t.Fatalf("finish: %+v", r)
 	}
 	// Terminal states never change.
-	if r := Apply(ctx, st, &WriteOp{Op: "finish", ID: id, Principal: "alice", Error: protocol.NewError(-32603, "late")}, now); !r.Terminal {
+	if r, _ := Apply(ctx, st, &WriteOp{Op: "finish", ID: id, Principal: "alice", Error: protocol.NewError(-32603, "late")}, now); !r.Terminal {
 		t.Fatalf("a second finish: %+v", r)
 	}
 	rec, _ = Update(ctx, st, id, "alice", func(r *Record) bool { return r.Cancel(now) })
@@ -88,14 +88,14 @@ func TestCancelWins(t *testing.T) {
 	if rec, err := Update(ctx, st, id, "", func(r *Record) bool { return r.Cancel(now) }); err != nil || rec.Status != protocol.TaskCancelled {
 		t.Fatalf("cancel: %v %+v", err, rec)
 	}
-	if r := Apply(ctx, st, &WriteOp{Op: "finish", ID: id, Result: json.RawMessage(`{}`)}, now); !r.Terminal {
+	if r, _ := Apply(ctx, st, &WriteOp{Op: "finish", ID: id, Result: json.RawMessage(`{}`)}, now); !r.Terminal {
 		t.Fatalf("a worker finishing after the cancel: %+v", r)
 	}
 	rec, _, _ := Get(ctx, st, id, "")
 	if rec.Status != protocol.TaskCancelled {
 		t.Fatalf("status %s", rec.Status)
 	}
-	if r := Apply(ctx, st, &WriteOp{Op: "inputs", ID: "nope"}, now); r.Error == "" {
+	if r, _ := Apply(ctx, st, &WriteOp{Op: "inputs", ID: "nope"}, now); r.Error == "" {
 		t.Fatal("inputs on an unknown task succeeded")
 	}
 }
