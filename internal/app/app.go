@@ -111,11 +111,7 @@ func RunAllInOne(ctx context.Context, c *Config, ready Ready) error {
 		return err
 	}
 	defer store.Close(context.Background())
-	err = serveFrontend(ctx, c, nc, store, log, reg, ready)
-	dctx, cancel := context.WithTimeout(context.Background(), c.DrainTimeout)
-	defer cancel()
-	_ = w.Shutdown(dctx)
-	return err
+	return serveFrontend(ctx, c, nc, store, log, reg, ready, func(dctx context.Context) { _ = w.Shutdown(dctx) })
 }
 
 // RunFrontend runs a frontend process until ctx ends, then drains.
@@ -132,7 +128,7 @@ func RunFrontend(ctx context.Context, c *Config, ready Ready) error {
 		return err
 	}
 	defer store.Close(context.Background())
-	return serveFrontend(ctx, c, nc, store, log, newRegistry(), ready)
+	return serveFrontend(ctx, c, nc, store, log, newRegistry(), ready, nil)
 }
 
 // RunWorker runs a worker process until ctx ends, then drains.
@@ -186,7 +182,11 @@ func openStore(ctx context.Context, c *Config) (sessionstore.Store, error) {
 	return sessionstore.OpenRedis(octx, c.RedisURL, &sessionstore.RedisOptions{Options: opts})
 }
 
-func serveFrontend(ctx context.Context, c *Config, nc *nats.Conn, store sessionstore.Store, log *slog.Logger, reg *prometheus.Registry, ready Ready) error {
+// serveFrontend serves a frontend until ctx ends, then drains it. drainFirst,
+// when set (the all-in-one's worker), is drained once the frontend stops
+// accepting and before the frontend itself shuts down, so that what the
+// worker finishes (tasks) still reaches the store through it.
+func serveFrontend(ctx context.Context, c *Config, nc *nats.Conn, store sessionstore.Store, log *slog.Logger, reg *prometheus.Registry, ready Ready, drainFirst func(context.Context)) error {
 	var sessions func() int
 	if m, ok := store.(interface{ Len() int }); ok {
 		sessions = m.Len
@@ -228,6 +228,9 @@ func serveFrontend(ctx context.Context, c *Config, nc *nats.Conn, store sessions
 	// flight finish and listen streams get their final result.
 	herrc := make(chan error, 1)
 	go func() { herrc <- hs.Shutdown(dctx) }()
+	if drainFirst != nil {
+		drainFirst(dctx)
+	}
 	ferr := fe.Shutdown(dctx)
 	herr := <-herrc
 	if errors.Is(herr, http.ErrServerClosed) {

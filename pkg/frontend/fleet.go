@@ -101,6 +101,15 @@ func (fl *fleet) shutdown() {
 	}
 }
 
+// alive reports whether worker announced itself lately (and is not
+// leaving).
+func (fl *fleet) alive(worker string) bool {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	w := fl.workers[worker]
+	return w != nil && time.Now().Before(w.expires)
+}
+
 func (fl *fleet) onAnnounce(m *nats.Msg) {
 	var a bus.Announcement
 	if json.Unmarshal(m.Data, &a) != nil || a.Worker == "" || a.Pool == "" {

@@ -101,6 +101,7 @@ type Frontend struct {
 	sub     *nats.Subscription
 	ctlSub  *nats.Subscription
 	taskSub *nats.Subscription // task writes from workers
+	taskWG  sync.WaitGroup     // task writes being applied
 	reg     *listen.Registry
 	fleet   *fleet
 
@@ -244,11 +245,11 @@ func (f *Frontend) Shutdown(ctx context.Context) error {
 		err = ctx.Err()
 	}
 	f.hub.stop()
+	f.stopTaskWriter(ctx)
 	f.fleet.shutdown()
 	if f.sub != nil {
 		_ = f.sub.Unsubscribe()
 		_ = f.ctlSub.Unsubscribe()
-		_ = f.taskSub.Unsubscribe()
 	}
 	return err
 }

@@ -22,23 +22,55 @@ import (
 // taskTimeout bounds the store and bus calls of one task operation.
 const taskTimeout = 5 * time.Second
 
-// startTaskWriter subscribes to the workers' task writes.
+// taskWriters bounds the task writes a frontend applies at once.
+const taskWriters = 32
+
+// startTaskWriter subscribes to the workers' task writes. Writes are
+// applied concurrently (taskWriters at most): one slow store call does not
+// hold up the others.
 func (f *Frontend) startTaskWriter() (*nats.Subscription, error) {
+	sem := make(chan struct{}, taskWriters)
 	return f.nc.QueueSubscribe(f.subj.TaskWrite(), bus.TaskWriters, func(m *nats.Msg) {
-		var op tasks.WriteOp
-		reply := tasks.WriteReply{}
-		var changed *tasks.Record
-		if err := json.Unmarshal(m.Data, &op); err != nil {
-			reply.Error = "malformed task write"
-		} else {
-			ctx, cancel := context.WithTimeout(context.Background(), taskTimeout)
-			reply, changed = tasks.Apply(ctx, f.opts.Store, &op, time.Now())
-			cancel()
-		}
-		b, _ := json.Marshal(reply)
-		_ = m.Respond(b)
-		f.taskChanged(changed)
+		sem <- struct{}{}
+		f.taskWG.Add(1)
+		go func() { // owned by the frontend: Shutdown waits for taskWG
+			defer func() { <-sem; f.taskWG.Done() }()
+			var op tasks.WriteOp
+			reply := tasks.WriteReply{}
+			var changed *tasks.Record
+			if err := json.Unmarshal(m.Data, &op); err != nil {
+				reply.Error = "malformed task write"
+			} else {
+				ctx, cancel := context.WithTimeout(context.Background(), taskTimeout)
+				reply, changed = tasks.Apply(ctx, f.opts.Store, &op, time.Now())
+				cancel()
+			}
+			b, _ := json.Marshal(reply)
+			_ = m.Respond(b)
+			f.taskChanged(changed)
+		}()
 	})
+}
+
+// stopTaskWriter stops taking task writes after those queued (Drain: the
+// others go to the other frontends) and waits for those being applied.
+func (f *Frontend) stopTaskWriter(ctx context.Context) {
+	if f.taskSub == nil {
+		return
+	}
+	closed := f.taskSub.StatusChanged(nats.SubscriptionClosed)
+	if err := f.taskSub.Drain(); err == nil {
+		select {
+		case <-closed:
+		case <-ctx.Done():
+		}
+	}
+	done := make(chan struct{})
+	go func() { f.taskWG.Wait(); close(done) }() // ends with the writes in progress, each bounded by taskTimeout
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 }
 
 // serveTask answers tasks/get, tasks/update and tasks/cancel from the
@@ -50,7 +82,11 @@ func (f *Frontend) serveTask(w http.ResponseWriter, r *http.Request, msg *protoc
 		return
 	}
 	var p protocol.UpdateTaskParams
-	if err := json.Unmarshal(msg.Params, &p); err != nil || p.TaskID == "" {
+	if err := json.Unmarshal(msg.Params, &p); err != nil {
+		writeError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: %v", err))
+		return
+	}
+	if p.TaskID == "" {
 		writeError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: %s needs a taskId", msg.Method))
 		return
 	}
@@ -66,7 +102,7 @@ func (f *Frontend) serveTask(w http.ResponseWriter, r *http.Request, msg *protoc
 	switch msg.Method {
 	case protocol.MethodTasksGet:
 		rec, _, err = tasks.Get(ctx, f.opts.Store, p.TaskID, principal)
-		if err == nil && !rec.Status.Terminal() && f.taskWorkerGone(ctx, p.TaskID) {
+		if err == nil && !rec.Status.Terminal() && f.taskWorkerGone(ctx, rec) {
 			rec, err = f.failOrphanedTask(ctx, p.TaskID, principal, now)
 		}
 		if err == nil {
@@ -80,11 +116,10 @@ func (f *Frontend) serveTask(w http.ResponseWriter, r *http.Request, msg *protoc
 		})
 		if err == nil && accepted != nil {
 			f.taskChanged(rec)
-			// The record has them (a tasks/get sees them at once); the
-			// worker running the task needs them to go on.
-			if ctlErr := f.taskControl(ctx, p.TaskID, &tasks.Control{Op: "input", Responses: accepted}); errors.Is(ctlErr, nats.ErrNoResponders) {
-				_, err = f.failOrphanedTask(ctx, p.TaskID, principal, now)
-			}
+			// The record keeps them (a tasks/get sees the change at once,
+			// and the worker reads them from there if this nudge is
+			// lost); the nudge carries them to the worker now.
+			_ = f.taskControl(ctx, p.TaskID, &tasks.Control{Op: "input", Responses: accepted})
 		}
 		res = &protocol.EmptyResult{ResultBase: protocol.ResultBase{ResultType: protocol.ResultTypeComplete}}
 	case protocol.MethodTasksCancel:
@@ -141,10 +176,15 @@ func (f *Frontend) taskControl(ctx context.Context, id string, c *tasks.Control)
 }
 
 // taskWorkerGone reports whether nobody runs a live task any more (its
-// worker died): only NATS's "no responders" says so, a slow worker does
-// not.
-func (f *Frontend) taskWorkerGone(ctx context.Context, id string) bool {
-	return errors.Is(f.taskControl(ctx, id, &tasks.Control{Op: "ping"}), nats.ErrNoResponders)
+// worker died). Both must agree: the worker stopped announcing itself
+// (heartbeats, a few seconds) and its task's control subject has no
+// responders. A worker that drains still answers; one behind a NATS
+// reconnect still announces; a slow one is not "no responders".
+func (f *Frontend) taskWorkerGone(ctx context.Context, rec *tasks.Record) bool {
+	if f.fleet.alive(rec.Worker) {
+		return false
+	}
+	return errors.Is(f.taskControl(ctx, rec.TaskID, &tasks.Control{Op: "ping"}), nats.ErrNoResponders)
 }
 
 // failOrphanedTask ends a task whose worker is gone: failed, with a clear

@@ -53,6 +53,10 @@ type Record struct {
 	// Asked lists every key ever asked (keys are unique over a task's life).
 	Inputs map[string]*protocol.InputRequest `json:"inputs,omitempty"`
 	Asked  []string                          `json:"asked,omitempty"`
+	// Answers are the client's accepted input responses, kept until the
+	// task ends: the worker reads them from here (WriteOp "answers"), so
+	// a lost bus message loses nothing.
+	Answers map[string]json.RawMessage `json:"answers,omitempty"`
 	// Result (completed) or Error (failed) is the outcome.
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  *protocol.Error `json:"error,omitempty"`
@@ -182,6 +186,10 @@ func (r *Record) Answer(responses map[string]json.RawMessage, now time.Time) map
 		}
 		accepted[k] = v
 		delete(r.Inputs, k)
+		if r.Answers == nil {
+			r.Answers = map[string]json.RawMessage{}
+		}
+		r.Answers[k] = v
 	}
 	if accepted == nil {
 		return nil
@@ -200,7 +208,7 @@ func (r *Record) Finish(result json.RawMessage, e *protocol.Error, now time.Time
 	if r.Status.Terminal() {
 		return false
 	}
-	r.Inputs = nil
+	r.Inputs, r.Answers = nil, nil
 	if e != nil {
 		r.Status, r.Error, r.Result = protocol.TaskFailed, e, nil
 		r.StatusMessage = e.Message
@@ -216,7 +224,7 @@ func (r *Record) Cancel(now time.Time) bool {
 	if r.Status.Terminal() {
 		return false
 	}
-	r.Status, r.Inputs = protocol.TaskCancelled, nil
+	r.Status, r.Inputs, r.Answers = protocol.TaskCancelled, nil, nil
 	r.StatusMessage = "cancelled by the client"
 	r.touch(now)
 	return true
@@ -257,6 +265,8 @@ type WriteOp struct {
 	// Result or Error is the outcome (finish).
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  *protocol.Error `json:"error,omitempty"`
+	// Keys are the input keys whose answers the worker reads (answers).
+	Keys []string `json:"keys,omitempty"`
 }
 
 // WriteReply answers a WriteOp: Error is empty on success. Terminal is set
@@ -264,6 +274,8 @@ type WriteOp struct {
 type WriteReply struct {
 	Error    string `json:"error,omitempty"`
 	Terminal bool   `json:"terminal,omitempty"`
+	// Responses are the answers found for an answers op's keys.
+	Responses map[string]json.RawMessage `json:"responses,omitempty"`
 }
 
 // Apply carries out op on the store. It returns the record as stored when
@@ -280,9 +292,28 @@ func Apply(ctx context.Context, st Store, op *WriteOp, now time.Time) (WriteRepl
 		if op.Record == nil {
 			return WriteReply{Error: "create without a record"}, nil
 		}
-		if err = Create(ctx, st, op.Record); err == nil {
+		err = Create(ctx, st, op.Record)
+		switch {
+		case err == nil:
 			rec, changed = op.Record, true
+		case errors.Is(err, sessionstore.ErrExists):
+			err = nil // a retried create: the first one landed
 		}
+	case "answers":
+		r, _, gerr := Get(ctx, st, op.ID, op.Principal)
+		if gerr != nil {
+			return WriteReply{Error: gerr.Error()}, nil
+		}
+		reply := WriteReply{Terminal: r.Status.Terminal()}
+		for _, k := range op.Keys {
+			if a, ok := r.Answers[k]; ok {
+				if reply.Responses == nil {
+					reply.Responses = map[string]json.RawMessage{}
+				}
+				reply.Responses[k] = a
+			}
+		}
+		return reply, nil
 	case "inputs":
 		rec, err = Update(ctx, st, op.ID, op.Principal, func(r *Record) bool {
 			changed = r.AskInputs(op.Inputs, now)

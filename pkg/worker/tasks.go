@@ -24,23 +24,33 @@ type taskHost struct {
 	w       *Worker
 	mu      sync.Mutex
 	running map[string]*runningTask
+	closing bool           // Shutdown began: no new tasks
 	wg      sync.WaitGroup // tasks between Create and Finish
 }
 
 type runningTask struct {
 	id, principal string
 	sub           *nats.Subscription
+	ctx           context.Context // the task's context (its cause says why it ended)
 	cancel        context.CancelCauseFunc
 	mu            sync.Mutex
-	got           map[string]json.RawMessage // input responses not yet taken
-	arrived       chan struct{}              // a response arrived (capacity 1)
+	got           map[string]json.RawMessage // input responses received
+	changed       chan struct{}              // closed (and replaced) when got grows
 }
+
+// maxTasks caps the tasks one worker runs at once.
+const maxTasks = 1000
+
+// answerPoll is how often a task waiting for input reads its answers from
+// the store, in case a frontend's nudge was lost.
+const answerPoll = time.Second
 
 // errTaskCancelled is the cause of a task's context when the client
 // cancelled it; errTaskShutdown when the worker stopped.
 var (
 	errTaskCancelled = errors.New("the task was cancelled")
 	errTaskShutdown  = errors.New("the worker running the task shut down")
+	errTooLarge      = errors.New("over the bus's message size limit")
 )
 
 // taskWriteTimeout bounds one state change sent to the frontends.
@@ -50,15 +60,31 @@ func newTaskHost(w *Worker) *taskHost {
 	return &taskHost{w: w, running: map[string]*runningTask{}}
 }
 
-// write sends op to the frontends and waits for the store to have it.
+// write sends op to the frontends and waits for the store to have it. Every
+// op is idempotent, so a write whose reply was lost (a timeout, no
+// frontend for a moment) is sent again, three times at most.
 func (h *taskHost) write(ctx context.Context, op *tasks.WriteOp) (tasks.WriteReply, error) {
 	b, err := json.Marshal(op)
 	if err != nil {
 		return tasks.WriteReply{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, taskWriteTimeout)
-	defer cancel()
-	m, err := h.w.nc.RequestWithContext(ctx, h.w.subj.TaskWrite(), b)
+	if max := h.w.nc.MaxPayload(); max > 0 && int64(len(b)) > max {
+		return tasks.WriteReply{}, fmt.Errorf("worker: task %s: %d bytes: %w (%d bytes)", op.Op, len(b), errTooLarge, max)
+	}
+	var m *nats.Msg
+	for attempt := 0; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, taskWriteTimeout)
+		m, err = h.w.nc.RequestWithContext(actx, h.w.subj.TaskWrite(), b)
+		cancel()
+		if err == nil || attempt == 2 || ctx.Err() != nil ||
+			!(errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)) {
+			break
+		}
+		select {
+		case <-time.After(time.Duration(attempt+1) * 200 * time.Millisecond):
+		case <-ctx.Done():
+		}
+	}
 	if err != nil {
 		return tasks.WriteReply{}, fmt.Errorf("worker: task %s: %w", op.Op, err)
 	}
@@ -77,20 +103,36 @@ func (h *taskHost) Create(ctx context.Context, req *mcp.Request) (*protocol.Crea
 	now := time.Now()
 	rec := tasks.New(tasks.NewID(), req.Principal, h.w.opts.ID, now, tasks.DefaultTTL)
 	tctx, cancel := context.WithCancelCause(context.Background())
-	tctx, cancelDeadline := context.WithDeadline(tctx, now.Add(tasks.DefaultTTL))
-	rt := &runningTask{id: rec.TaskID, principal: req.Principal, cancel: func(err error) { cancel(err); cancelDeadline() },
-		got: map[string]json.RawMessage{}, arrived: make(chan struct{}, 1)}
+	// The work stops at 90% of the TTL, so the outcome stays readable for
+	// the rest of it.
+	tctx, cancelDeadline := context.WithDeadline(tctx, now.Add(tasks.DefaultTTL*9/10))
+	rt := &runningTask{id: rec.TaskID, principal: req.Principal, ctx: tctx, cancel: func(err error) { cancel(err); cancelDeadline() },
+		got: map[string]json.RawMessage{}, changed: make(chan struct{})}
+	h.mu.Lock()
+	switch {
+	case h.closing:
+		h.mu.Unlock()
+		rt.cancel(nil)
+		return nil, nil, protocol.NewError(protocol.CodeInternalError, "worker is shutting down; retry")
+	case len(h.running) >= maxTasks:
+		h.mu.Unlock()
+		rt.cancel(nil)
+		return nil, nil, protocol.NewError(protocol.CodeInternalError, "worker busy (%d tasks running); retry later", maxTasks)
+	}
+	h.running[rec.TaskID] = rt
+	h.wg.Add(1)
+	h.mu.Unlock()
 	// Subscribed before the task exists: nothing sent to it is missed.
 	sub, err := h.w.nc.Subscribe(h.w.subj.TaskControl(rec.TaskID), rt.onControl)
 	if err != nil {
+		h.mu.Lock()
+		delete(h.running, rec.TaskID)
+		h.mu.Unlock()
+		h.wg.Done()
 		rt.cancel(nil)
 		return nil, nil, protocol.NewError(protocol.CodeInternalError, "could not create the task; retry")
 	}
 	rt.sub = sub
-	h.mu.Lock()
-	h.running[rec.TaskID] = rt
-	h.wg.Add(1)
-	h.mu.Unlock()
 	if _, err := h.write(ctx, &tasks.WriteOp{Op: "create", Record: rec}); err != nil {
 		h.w.log.Warn("worker: creating a task", "err", err)
 		h.end(rt)
@@ -125,37 +167,63 @@ func (h *taskHost) Inputs(ctx context.Context, taskID string, reqs map[string]*p
 	if rt == nil {
 		return nil, fmt.Errorf("worker: task %s is not running here", taskID)
 	}
+	keys := make([]string, 0, len(reqs))
+	for k := range reqs {
+		keys = append(keys, k)
+	}
 	r, err := h.write(ctx, &tasks.WriteOp{Op: "inputs", ID: taskID, Principal: rt.principal, Inputs: reqs})
 	if err != nil {
 		return nil, err
 	}
 	if r.Terminal {
-		return nil, context.Cause(ctx)
+		rt.cancel(errTaskCancelled)
+		return nil, errTaskCancelled
 	}
+	poll := time.NewTicker(answerPoll)
+	defer poll.Stop()
 	for {
 		rt.mu.Lock()
-		have := 0
-		for k := range reqs {
-			if _, ok := rt.got[k]; ok {
-				have++
+		out := make(map[string]json.RawMessage, len(keys))
+		for _, k := range keys {
+			if a, ok := rt.got[k]; ok {
+				out[k] = a
 			}
 		}
-		if have == len(reqs) {
-			out := make(map[string]json.RawMessage, len(reqs))
-			for k := range reqs {
-				out[k] = rt.got[k]
-				delete(rt.got, k)
-			}
-			rt.mu.Unlock()
+		changed := rt.changed
+		rt.mu.Unlock()
+		if len(out) == len(keys) {
 			return out, nil
 		}
-		rt.mu.Unlock()
 		select {
-		case <-rt.arrived:
+		case <-changed:
+		case <-poll.C:
+			// A nudge may have been lost: the answers are in the store.
+			r, err := h.write(ctx, &tasks.WriteOp{Op: "answers", ID: taskID, Principal: rt.principal, Keys: keys})
+			if err == nil {
+				if r.Terminal {
+					rt.cancel(errTaskCancelled)
+					return nil, errTaskCancelled
+				}
+				rt.add(r.Responses)
+			}
 		case <-ctx.Done():
 			return nil, context.Cause(ctx)
 		}
 	}
+}
+
+// add records input responses and wakes every waiter.
+func (rt *runningTask) add(responses map[string]json.RawMessage) {
+	if len(responses) == 0 {
+		return
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	for k, v := range responses {
+		rt.got[k] = v
+	}
+	close(rt.changed)
+	rt.changed = make(chan struct{})
 }
 
 // Finish implements mcp.TaskHost.
@@ -165,6 +233,9 @@ func (h *taskHost) Finish(ctx context.Context, taskID string, result protocol.Re
 		return
 	}
 	defer h.end(rt)
+	if errors.Is(context.Cause(rt.ctx), errTaskShutdown) {
+		e = protocol.NewError(protocol.CodeInternalError, "the worker running the task shut down before it finished; run it again")
+	}
 	op := &tasks.WriteOp{Op: "finish", ID: taskID, Principal: rt.principal, Error: e}
 	if e == nil {
 		b, err := json.Marshal(result)
@@ -174,7 +245,13 @@ func (h *taskHost) Finish(ctx context.Context, taskID string, result protocol.Re
 			op.Result = b
 		}
 	}
-	if _, err := h.write(ctx, op); err != nil {
+	_, err := h.write(ctx, op)
+	if errors.Is(err, errTooLarge) && op.Error == nil {
+		// The result does not fit on the bus: the task fails, and says so.
+		op.Result, op.Error = nil, protocol.NewError(protocol.CodeInternalError, "the task's result is too large to deliver")
+		_, err = h.write(ctx, op)
+	}
+	if err != nil {
 		h.w.log.Warn("worker: recording a task's outcome", "task", taskID, "err", err)
 	}
 }
@@ -189,15 +266,7 @@ func (rt *runningTask) onControl(m *nats.Msg) {
 	case "cancel":
 		rt.cancel(errTaskCancelled)
 	case "input":
-		rt.mu.Lock()
-		for k, v := range c.Responses {
-			rt.got[k] = v
-		}
-		rt.mu.Unlock()
-		select {
-		case rt.arrived <- struct{}{}:
-		default:
-		}
+		rt.add(c.Responses)
 	}
 	if m.Reply != "" {
 		_ = m.Respond([]byte("ok"))
@@ -206,12 +275,15 @@ func (rt *runningTask) onControl(m *nats.Msg) {
 
 // shutdown waits for the running tasks until ctx ends, then cancels them
 // and waits a little for their outcome to be recorded.
-func (h *taskHost) shutdown(ctx context.Context) {
+func (h *taskHost) shutdown(ctx context.Context) error {
+	h.mu.Lock()
+	h.closing = true // no Create adds to wg from now on
+	h.mu.Unlock()
 	done := make(chan struct{})
-	go func() { h.wg.Wait(); close(done) }() // ends when every task is finished
+	go func() { h.wg.Wait(); close(done) }() // ends when every task is finished: they are all cancelled below at the latest
 	select {
 	case <-done:
-		return
+		return nil
 	case <-ctx.Done():
 	}
 	h.mu.Lock()
@@ -221,6 +293,7 @@ func (h *taskHost) shutdown(ctx context.Context) {
 	h.mu.Unlock()
 	select {
 	case <-done:
-	case <-time.After(2 * time.Second):
+	case <-time.After(5 * time.Second):
 	}
+	return fmt.Errorf("worker: tasks still running at the end of the drain were cancelled: %w", ctx.Err())
 }

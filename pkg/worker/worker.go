@@ -232,7 +232,9 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 		}
 	}
 	// Tasks run on, within the same bound, and are cancelled past it.
-	w.tasks.shutdown(ctx)
+	if terr := w.tasks.shutdown(ctx); terr != nil && err == nil {
+		err = terr
+	}
 	for _, s := range w.subs {
 		_ = s.Unsubscribe()
 	}
