@@ -148,6 +148,23 @@ func (s *Schemas) ValidateMessage(requestMethod string, raw []byte) error {
 			// schema: it is a Result (as the conformance suite checks it).
 			return s.Validate("Result", m.Result)
 		}
+		if s.version == "2025-11-25" {
+			// The experimental tasks of 2025-11-25 are in its schema.
+			var task struct {
+				Task json.RawMessage `json:"task"`
+			}
+			_ = json.Unmarshal(m.Result, &task)
+			switch {
+			case requestMethod == "tools/call" && task.Task != nil:
+				return s.Validate("CreateTaskResult", m.Result)
+			case requestMethod == "tasks/get":
+				return s.Validate("GetTaskResult", m.Result)
+			case requestMethod == "tasks/cancel":
+				return s.Validate("CancelTaskResult", m.Result)
+			case requestMethod == "tasks/result":
+				return s.Validate("CallToolResult", m.Result)
+			}
+		}
 		if def, ok := ResultDefs[requestMethod]; ok {
 			return s.Validate(def, m.Result)
 		}

@@ -103,7 +103,7 @@ func (f *Frontend) forward(w http.ResponseWriter, r *http.Request, spec *forward
 	hdr := &bus.RequestHeader{
 		Era: spec.era, Method: spec.msg.Method, ID: spec.msg.ID, Frontend: f.id, Stream: st.id, Session: spec.session,
 		DeadlineMs: ex.deadline.UnixMilli(), Traceparent: r.Header.Get("Traceparent"), Tracestate: r.Header.Get("Tracestate"),
-		ParamHeaders: spec.params, Listen: true, SessionStream: true, Tasks: spec.era == protocol.EraModern,
+		ParamHeaders: spec.params, Listen: true, SessionStream: true, Tasks: true,
 		CheckParamHeaders: spec.era == protocol.EraModern,
 	}
 	data, err := bus.EncodeRequest(hdr, spec.msg.Params)

@@ -43,7 +43,7 @@ func (f *Frontend) postLegacy(w http.ResponseWriter, r *http.Request, msg *proto
 		f.legacyNotification(r.Context(), sess, msg, head)
 		w.WriteHeader(http.StatusAccepted)
 	case protocol.KindResponse:
-		f.clientAnswer(w, sess, msg, body)
+		f.clientAnswer(w, r, sess, msg, body)
 	case protocol.KindRequest:
 		f.legacyRequest(w, r, sess, msg, head, body, cl)
 	}
@@ -242,6 +242,11 @@ func (f *Frontend) legacyRequest(w http.ResponseWriter, r *http.Request, sess *s
 		writeJSON(w, http.StatusOK, resp, nil)
 		return
 	}
+	if legacyTaskMethod(msg.Method) {
+		defer f.release(c) // the id stays claimed while tasks/result waits
+		f.legacyTask(w, r, sess.ID, msg)
+		return
+	}
 	rt := f.routeFor(protocol.EraLegacy, msg.Method, head, msg.Params)
 	if rt.local != nil {
 		f.release(c)
@@ -326,7 +331,10 @@ func (f *Frontend) legacyNotification(ctx context.Context, sess *sessionstore.Se
 
 // clientAnswer routes a client's answer to a server-to-client request to
 // the worker that asked, whichever it is.
-func (f *Frontend) clientAnswer(w http.ResponseWriter, sess *sessionstore.Session, msg *protocol.Message, body []byte) {
+func (f *Frontend) clientAnswer(w http.ResponseWriter, r *http.Request, sess *sessionstore.Session, msg *protocol.Message, body []byte) {
+	if f.legacyTaskAnswer(w, r, sess.ID, msg) {
+		return
+	}
 	worker, ok := bus.ParseServerRequestID(msg.ID)
 	if !ok {
 		httpError(w, http.StatusBadRequest, protocol.CodeInvalidRequest, "Bad Request: the response does not answer a request of this server")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
@@ -200,4 +201,264 @@ func (f *Frontend) failOrphanedTask(ctx context.Context, id, principal string, n
 		f.taskChanged(rec)
 	}
 	return rec, err
+}
+
+// The 2025-11-25 experimental tasks of a legacy session: tasks/get,
+// tasks/cancel and tasks/result, answered from the store for the session's
+// own tasks (principal "session:<id>").
+
+// legacyTaskMethod reports whether a legacy request is a task method this
+// frontend answers.
+func legacyTaskMethod(method string) bool {
+	return method == protocol.MethodTasksGet || method == protocol.MethodTasksCancel || method == protocol.MethodTasksResult
+}
+
+// taskRequestID is the id of a server-to-client request asking for a
+// legacy task's input key (sent on its tasks/result stream); the client's
+// response to it is the task's answer.
+func taskRequestID(taskID, key string) protocol.ID {
+	return protocol.StringID("task:" + taskID + ":" + key)
+}
+
+func parseTaskRequestID(id protocol.ID) (taskID, key string, ok bool) {
+	if !id.IsString() || !strings.HasPrefix(id.Str(), "task:") {
+		return "", "", false
+	}
+	rest := id.Str()[len("task:"):]
+	i := strings.IndexByte(rest, ':')
+	if i <= 0 {
+		return "", "", false
+	}
+	return rest[:i], rest[i+1:], true
+}
+
+func (f *Frontend) legacyTask(w http.ResponseWriter, r *http.Request, sessionID string, msg *protocol.Message) {
+	var p protocol.TaskParams
+	if err := json.Unmarshal(msg.Params, &p); err != nil || p.TaskID == "" {
+		writeError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: %s needs a taskId", msg.Method))
+		return
+	}
+	principal := tasks.SessionPrincipal(sessionID)
+	if msg.Method == protocol.MethodTasksResult {
+		f.legacyTaskResult(w, r, msg, p.TaskID, principal)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), taskTimeout)
+	defer cancel()
+	now := time.Now()
+	var (
+		rec *tasks.Record
+		err error
+	)
+	switch msg.Method {
+	case protocol.MethodTasksGet:
+		rec, _, err = tasks.Get(ctx, f.opts.Store, p.TaskID, principal)
+		if err == nil && !rec.Status.Terminal() && f.taskWorkerGone(ctx, rec) {
+			rec, err = f.failOrphanedTask(ctx, p.TaskID, principal, now)
+		}
+	case protocol.MethodTasksCancel:
+		cancelled := false
+		rec, err = tasks.Update(ctx, f.opts.Store, p.TaskID, principal, func(t *tasks.Record) bool {
+			cancelled = t.Cancel(now)
+			return cancelled
+		})
+		if err == nil && !cancelled {
+			writeError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: task %q is already %s", p.TaskID, rec.Status))
+			return
+		}
+		if err == nil {
+			f.taskChanged(rec)
+			_ = f.taskControl(ctx, p.TaskID, &tasks.Control{Op: "cancel"})
+		}
+	}
+	if !f.taskStoreErr(w, msg, p.TaskID, err) {
+		return
+	}
+	writeResult(w, msg.ID, &protocol.LegacyTaskResult{LegacyTask: rec.Task.Legacy()})
+}
+
+// taskStoreErr writes the error for err (unknown task: -32602; store
+// trouble: 503) and reports whether there was none.
+func (f *Frontend) taskStoreErr(w http.ResponseWriter, msg *protocol.Message, taskID string, err error) bool {
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, tasks.ErrNotFound):
+		writeError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: unknown task %q", taskID))
+	default:
+		f.log.Error("frontend: task store", "method", msg.Method, "err", err)
+		writeError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "task store unavailable; retry"))
+	}
+	return false
+}
+
+func writeResult(w http.ResponseWriter, id protocol.ID, res any) {
+	raw, err := json.Marshal(res)
+	if err != nil {
+		writeError(w, http.StatusOK, id, protocol.NewError(protocol.CodeInternalError, "internal error"))
+		return
+	}
+	writeJSON(w, http.StatusOK, protocol.AppendResponse(nil, id, raw), nil)
+}
+
+// legacyTaskResult is tasks/result: it waits (up to the request timeout)
+// for the task to end and answers what the task's request would have, with
+// the related-task _meta. While the task waits for input, its requests go
+// to the client on this response's SSE stream, with ids that route the
+// client's answers back to the task.
+func (f *Frontend) legacyTaskResult(w http.ResponseWriter, r *http.Request, msg *protocol.Message, taskID, principal string) {
+	changes := make(chan *nats.Msg, 16)
+	sub, err := f.nc.ChanSubscribe(f.subj.TaskEvent(taskID), changes)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "message bus unavailable; retry"))
+		return
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	deadline := time.NewTimer(f.opts.RequestTimeout)
+	defer deadline.Stop()
+	poll := time.NewTicker(time.Second) // in case a change event is lost
+	defer poll.Stop()
+	var sse *sseWriter
+	asked := map[string]bool{}
+	for {
+		ctx, cancel := context.WithTimeout(r.Context(), taskTimeout)
+		rec, _, err := tasks.Get(ctx, f.opts.Store, taskID, principal)
+		if err == nil && !rec.Status.Terminal() && f.taskWorkerGone(ctx, rec) {
+			rec, err = f.failOrphanedTask(ctx, taskID, principal, time.Now())
+		}
+		cancel()
+		if err != nil {
+			if sse == nil {
+				f.taskStoreErr(w, msg, taskID, err)
+			} else {
+				_ = sse.event("", protocol.AppendErrorResponse(nil, msg.ID, protocol.NewError(protocol.CodeInternalError, "task store unavailable; retry")))
+			}
+			return
+		}
+		if rec.Status.Terminal() {
+			out := legacyTaskOutcome(msg.ID, rec)
+			if sse == nil {
+				writeJSON(w, http.StatusOK, out, nil)
+			} else {
+				_ = sse.event("", out)
+			}
+			return
+		}
+		for key, in := range rec.Inputs {
+			if asked[key] {
+				continue
+			}
+			asked[key] = true
+			if sse == nil {
+				sse = startSSE(w, f.opts.WriteTimeout, nil)
+			}
+			if err := sse.event("", legacyTaskInputRequest(taskID, key, in)); err != nil {
+				return
+			}
+		}
+		select {
+		case <-changes:
+		case <-poll.C:
+		case <-deadline.C:
+			e := protocol.NewError(protocol.CodeInternalError, "task %q is still %s; call tasks/result again", taskID, rec.Status)
+			if sse == nil {
+				writeError(w, http.StatusOK, msg.ID, e)
+			} else {
+				_ = sse.event("", protocol.AppendErrorResponse(nil, msg.ID, e))
+			}
+			return
+		case <-r.Context().Done():
+			return
+		case <-f.shutdown:
+			return
+		}
+	}
+}
+
+// legacyTaskOutcome is a terminal task's tasks/result response: the tool's
+// result (also when the tool reported an error) or the JSON-RPC error,
+// with the related-task _meta.
+func legacyTaskOutcome(id protocol.ID, rec *tasks.Record) []byte {
+	if len(rec.Result) > 0 {
+		var res map[string]json.RawMessage
+		if json.Unmarshal(rec.Result, &res) == nil {
+			meta := map[string]json.RawMessage{}
+			if m, ok := res["_meta"]; ok {
+				_ = json.Unmarshal(m, &meta)
+			}
+			meta[protocol.MetaRelatedTask], _ = json.Marshal(map[string]string{"taskId": rec.TaskID})
+			res["_meta"], _ = json.Marshal(meta)
+			if b, err := json.Marshal(res); err == nil {
+				return protocol.AppendResponse(nil, id, b)
+			}
+		}
+	}
+	e := rec.Error // the request's own error, as it would have been answered
+	if e == nil {
+		e = protocol.NewError(protocol.CodeInternalError, "task %s ended %s", rec.TaskID, rec.Status)
+	}
+	return protocol.AppendErrorResponse(nil, id, e)
+}
+
+// legacyTaskInputRequest is the server-to-client request for a task's
+// input key, tagged with the related task.
+func legacyTaskInputRequest(taskID, key string, in *protocol.InputRequest) []byte {
+	params := map[string]any{}
+	if b, err := json.Marshal(in.Params); err == nil {
+		_ = json.Unmarshal(b, &params)
+	}
+	params["_meta"] = protocol.RelatedTaskMeta(taskID)
+	p, _ := json.Marshal(params)
+	return protocol.AppendRequest(nil, taskRequestID(taskID, key), in.Method, p)
+}
+
+// legacyTaskAnswer takes a client's response to a task's input request:
+// the answer goes into the task (the worker reads it from there), an error
+// fails the task. It reports whether msg was such a response.
+func (f *Frontend) legacyTaskAnswer(w http.ResponseWriter, r *http.Request, sessionID string, msg *protocol.Message) bool {
+	taskID, key, ok := parseTaskRequestID(msg.ID)
+	if !ok {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), taskTimeout)
+	defer cancel()
+	principal := tasks.SessionPrincipal(sessionID)
+	now := time.Now()
+	var (
+		rec      *tasks.Record
+		err      error
+		accepted map[string]json.RawMessage
+		failed   bool
+	)
+	if msg.Error != nil {
+		e := protocol.NewError(protocol.CodeInternalError, "the client answered the task's %s request with an error: %s", key, msg.Error.Message)
+		rec, err = tasks.Update(ctx, f.opts.Store, taskID, principal, func(t *tasks.Record) bool {
+			failed = t.Finish(nil, e, now)
+			return failed
+		})
+	} else {
+		rec, err = tasks.Update(ctx, f.opts.Store, taskID, principal, func(t *tasks.Record) bool {
+			accepted = t.Answer(map[string]json.RawMessage{key: msg.Result}, now)
+			return accepted != nil
+		})
+	}
+	switch {
+	case errors.Is(err, tasks.ErrNotFound):
+		httpError(w, http.StatusNotFound, protocol.CodeInvalidParams, "unknown task")
+		return true
+	case err != nil:
+		httpError(w, http.StatusServiceUnavailable, protocol.CodeInternalError, "task store unavailable; retry")
+		return true
+	}
+	if accepted != nil || failed {
+		f.taskChanged(rec)
+	}
+	if accepted != nil {
+		_ = f.taskControl(ctx, taskID, &tasks.Control{Op: "input", Responses: accepted})
+	}
+	if failed {
+		_ = f.taskControl(ctx, taskID, &tasks.Control{Op: "cancel"})
+	}
+	w.WriteHeader(http.StatusAccepted)
+	return true
 }

@@ -117,8 +117,12 @@ func (c *Catalog) Capabilities(era protocol.Era, f Features) protocol.ServerCapa
 	if c.Completions || len(c.Prompts) > 0 || len(c.Templates) > 0 {
 		caps.Completions = &struct{}{}
 	}
-	if era == protocol.EraModern && f.Tasks {
-		caps.Extensions = map[string]json.RawMessage{protocol.ExtensionTasks: json.RawMessage(`{}`)}
+	if f.Tasks {
+		if era == protocol.EraModern {
+			caps.Extensions = map[string]json.RawMessage{protocol.ExtensionTasks: json.RawMessage(`{}`)}
+		} else {
+			caps.Tasks = protocol.LegacyTasksCapability
+		}
 	}
 	return caps
 }
@@ -300,7 +304,7 @@ func (c *Catalog) answer(req *Request, params json.RawMessage) (protocol.Result,
 		if err != nil {
 			return nil, err
 		}
-		return &protocol.ListToolsResult{Tools: page(c.Tools[from:to]), NextCursor: next}, nil
+		return &protocol.ListToolsResult{Tools: withoutExecution(page(c.Tools[from:to]), req.Era == protocol.EraModern || !req.Features.Tasks), NextCursor: next}, nil
 	case protocol.MethodPromptsList:
 		if caps.Prompts == nil {
 			return nil, methodNotFound(req.Method)
@@ -347,3 +351,32 @@ func pageBounds(names []string, cursor *string, size int) (from, to int, next *s
 // page copies a page into a non-nil slice (lists are arrays on the wire,
 // never null).
 func page[T any](s []T) []T { return append(make([]T, 0, len(s)), s...) }
+
+// withoutExecution drops the 2025-11-25 execution hints (task support)
+// from tools when strip is set: for 2026-07-28 clients, whose Tool has no
+// such member (task support is a registration property there), and on
+// transports that run no tasks.
+func withoutExecution(tools []*protocol.Tool, strip bool) []*protocol.Tool {
+	if !strip {
+		return tools
+	}
+	var out []*protocol.Tool
+	for i, t := range tools {
+		if t.Execution == nil {
+			if out != nil {
+				out = append(out, t)
+			}
+			continue
+		}
+		if out == nil {
+			out = append(make([]*protocol.Tool, 0, len(tools)), tools[:i]...)
+		}
+		c := *t
+		c.Execution = nil
+		out = append(out, &c)
+	}
+	if out == nil {
+		return tools
+	}
+	return out
+}

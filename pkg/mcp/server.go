@@ -279,6 +279,12 @@ func (s *Server) AddTool(t *protocol.Tool, h ToolHandler, opts ...ToolOption) er
 		for _, o := range opts {
 			o(tl)
 		}
+		switch tl.tasks {
+		case TaskOptional:
+			def.Execution = &protocol.ToolExecution{TaskSupport: "optional"}
+		case TaskRequired:
+			def.Execution = &protocol.ToolExecution{TaskSupport: "required"}
+		}
 		r.tools[def.Name] = tl
 		return nil
 	})

@@ -177,6 +177,9 @@ func (s *Server) runTask(ctx context.Context, req *Request, t *tool, args json.R
 	}
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
+	if req.Era == protocol.EraLegacy {
+		return &protocol.LegacyCreateTaskResult{Task: tr.created.Legacy()}, nil
+	}
 	return tr.created, nil
 }
 

@@ -32,7 +32,8 @@ func (s *Server) callTool(ctx context.Context, req *Request, r *registry, params
 	if err := t.validator.ValidateJSON(args); err != nil {
 		return ToolError(fmt.Sprintf("invalid arguments for tool %q: %v", p.Name, err)), nil
 	}
-	if req.Era == protocol.EraModern && t.tasks != TaskForbidden {
+	switch {
+	case req.Era == protocol.EraModern && t.tasks != TaskForbidden:
 		declared := protocol.DeclaresTasks(req.ClientCapabilities)
 		switch {
 		case declared && req.TaskHost != nil:
@@ -41,6 +42,17 @@ func (s *Server) callTool(ctx context.Context, req *Request, r *registry, params
 			return nil, protocol.TasksRequired(fmt.Sprintf("tool %q", p.Name))
 		case t.tasks == TaskRequired:
 			return nil, protocol.NewError(protocol.CodeInternalError, "tool %q runs only as a task, which this transport cannot run", p.Name)
+		}
+	case req.Era == protocol.EraLegacy && req.TaskHost != nil:
+		// 2025-11-25 task augmentation: params.task asks for a task.
+		augmented := len(p.Task) > 0 && string(p.Task) != "null"
+		switch {
+		case augmented && t.tasks == TaskForbidden:
+			return nil, protocol.NewError(protocol.CodeMethodNotFound, "tool %q does not run as a task (its execution.taskSupport is forbidden)", p.Name)
+		case augmented:
+			return s.runTask(ctx, req, t, args)
+		case t.tasks == TaskRequired:
+			return nil, protocol.NewError(protocol.CodeMethodNotFound, "tool %q runs only as a task: add params.task", p.Name)
 		}
 	}
 	return invokeTool(ctx, req, t, args)

@@ -88,3 +88,52 @@ func TasksRequired(what string) *Error {
 	return NewError(CodeMissingRequiredClientCapability, "%s needs the %s extension, which the request's client capabilities do not declare", what, ExtensionTasks).
 		WithData(map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{ExtensionTasks: struct{}{}}}})
 }
+
+// The 2025-11-25 experimental tasks: the same task, with the legacy field
+// names (ttl, pollInterval), nested in CreateTaskResult.
+
+// LegacyTask is a task on the 2025-11-25 wire.
+type LegacyTask struct {
+	TaskID        string     `json:"taskId"`
+	Status        TaskStatus `json:"status"`
+	StatusMessage string     `json:"statusMessage,omitempty"`
+	CreatedAt     string     `json:"createdAt"`
+	LastUpdatedAt string     `json:"lastUpdatedAt"`
+	TTL           *int64     `json:"ttl"`
+	PollInterval  int64      `json:"pollInterval,omitempty"`
+}
+
+// Legacy returns t with the 2025-11-25 field names.
+func (t *Task) Legacy() LegacyTask {
+	return LegacyTask{TaskID: t.TaskID, Status: t.Status, StatusMessage: t.StatusMessage,
+		CreatedAt: t.CreatedAt, LastUpdatedAt: t.LastUpdatedAt, TTL: t.TTLMs, PollInterval: t.PollIntervalMs}
+}
+
+// LegacyCreateTaskResult answers a task-augmented request (2025-11-25).
+type LegacyCreateTaskResult struct {
+	ResultBase
+	Task LegacyTask `json:"task"`
+}
+
+// LegacyTaskResult answers tasks/get and tasks/cancel (2025-11-25): the
+// task, flat.
+type LegacyTaskResult struct {
+	ResultBase
+	LegacyTask
+}
+
+// TaskMetadata is a 2025-11-25 request's params.task (task augmentation).
+type TaskMetadata struct {
+	TTL *int64 `json:"ttl,omitempty"`
+}
+
+// RelatedTaskMeta is the _meta value tying a message to a task
+// (io.modelcontextprotocol/related-task).
+func RelatedTaskMeta(taskID string) Meta {
+	return Meta{MetaRelatedTask: map[string]string{"taskId": taskID}}
+}
+
+// LegacyTasksCapability is what a server that runs tools/call as tasks
+// declares in 2025-11-25 (no tasks/list: without authentication, task ids
+// are the only protection, and listing them would hand them out).
+var LegacyTasksCapability = json.RawMessage(`{"cancel":{},"requests":{"tools":{"call":{}}}}`)

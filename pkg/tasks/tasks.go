@@ -60,7 +60,14 @@ type Record struct {
 	// Result (completed) or Error (failed) is the outcome.
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  *protocol.Error `json:"error,omitempty"`
+	// Legacy marks a 2025-11-25 task: a tool result with isError makes
+	// it failed (the result is kept for tasks/result), and it belongs to
+	// its session (Principal "session:<id>").
+	Legacy bool `json:"legacy,omitempty"`
 }
+
+// SessionPrincipal is the principal of a legacy session's tasks.
+func SessionPrincipal(session string) string { return "session:" + session }
 
 // NewID returns a task id: 128 random bits, base64url (header-safe).
 func NewID() string {
@@ -214,6 +221,12 @@ func (r *Record) Finish(result json.RawMessage, e *protocol.Error, now time.Time
 		r.StatusMessage = e.Message
 	} else {
 		r.Status, r.Result = protocol.TaskCompleted, result
+		var tr struct {
+			IsError bool `json:"isError"`
+		}
+		if r.Legacy && json.Unmarshal(result, &tr) == nil && tr.IsError {
+			r.Status, r.StatusMessage = protocol.TaskFailed, "the tool reported an error"
+		}
 	}
 	r.touch(now)
 	return true

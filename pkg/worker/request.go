@@ -104,7 +104,7 @@ func (w *Worker) onRequest(m *nats.Msg) {
 
 		Traceparent: hdr.Traceparent, Tracestate: hdr.Tracestate,
 	}
-	if hdr.Era == protocol.EraModern && hdr.Tasks {
+	if hdr.Tasks {
 		req.TaskHost = w.tasks
 	}
 	if hdr.CheckParamHeaders {

@@ -101,12 +101,17 @@ func (h *taskHost) write(ctx context.Context, op *tasks.WriteOp) (tasks.WriteRep
 // Create implements mcp.TaskHost.
 func (h *taskHost) Create(ctx context.Context, req *mcp.Request) (*protocol.CreateTaskResult, context.Context, error) {
 	now := time.Now()
-	rec := tasks.New(tasks.NewID(), req.Principal, h.w.opts.ID, now, tasks.DefaultTTL)
+	principal := req.Principal
+	if req.Era == protocol.EraLegacy {
+		principal = tasks.SessionPrincipal(req.SessionID)
+	}
+	rec := tasks.New(tasks.NewID(), principal, h.w.opts.ID, now, tasks.DefaultTTL)
+	rec.Legacy = req.Era == protocol.EraLegacy
 	tctx, cancel := context.WithCancelCause(context.Background())
 	// The work stops at 90% of the TTL, so the outcome stays readable for
 	// the rest of it.
 	tctx, cancelDeadline := context.WithDeadline(tctx, now.Add(tasks.DefaultTTL*9/10))
-	rt := &runningTask{id: rec.TaskID, principal: req.Principal, ctx: tctx, cancel: func(err error) { cancel(err); cancelDeadline() },
+	rt := &runningTask{id: rec.TaskID, principal: principal, ctx: tctx, cancel: func(err error) { cancel(err); cancelDeadline() },
 		got: map[string]json.RawMessage{}, changed: make(chan struct{})}
 	h.mu.Lock()
 	switch {
