@@ -55,7 +55,7 @@ func TestLegacyTasks(t *testing.T) {
 		} `json:"capabilities"`
 	}
 	_ = json.Unmarshal(init.Response().Result, &ir)
-	if !strings.Contains(string(ir.Capabilities.Tasks), `"tools":{"call":{}}`) || strings.Contains(string(ir.Capabilities.Tasks), "list") {
+	if !strings.Contains(string(ir.Capabilities.Tasks), `"tools":{"call":{}}`) || !strings.Contains(string(ir.Capabilities.Tasks), `"list":{}`) {
 		t.Fatalf("initialize: tasks capability %s", ir.Capabilities.Tasks)
 	}
 	// tools/list says which tools run as tasks.
@@ -78,8 +78,12 @@ func TestLegacyTasks(t *testing.T) {
 		t.Fatalf("execution.taskSupport: %v", support)
 	}
 
+	// The session's stream carries notifications/tasks/status.
+	get := cl.OpenGet(nil)
+
 	// A task, polled and fetched with tasks/result (on both frontends).
 	task := legacyStartTask(t, cl, 2, "slow_compute", map[string]any{"seconds": 0.3, "label": "legacy"})
+	first := task.TaskID
 	raw := cl.Call(3, "tasks/result", map[string]any{"taskId": task.TaskID})
 	var res struct {
 		Content []struct {
@@ -94,6 +98,12 @@ func TestLegacyTasks(t *testing.T) {
 	}
 	if v := legacyGetTask(t, cl, 4, task.TaskID); v.Status != "completed" {
 		t.Fatalf("tasks/get after the result: %+v", v)
+	}
+	for {
+		_, m := get.NextMessage(t, 10*time.Second)
+		if m.Method == "notifications/tasks/status" && strings.Contains(string(m.Params), task.TaskID) && strings.Contains(string(m.Params), `"completed"`) {
+			break
+		}
 	}
 
 	// A tool error is a failed task; tasks/result still gives the result.
@@ -149,7 +159,19 @@ func TestLegacyTasks(t *testing.T) {
 	if r := other.Post(testenv.Request(1, "tasks/get", map[string]any{"taskId": task.TaskID}), nil); r.ErrorCode() != protocol.CodeInvalidParams {
 		t.Fatalf("another session's tasks/get: %s", r)
 	}
-	if r := cl.Post(testenv.Request(15, "tasks/list", nil), nil); r.ErrorCode() != protocol.CodeMethodNotFound {
-		t.Fatalf("tasks/list (not offered): %s", r)
+	// tasks/list lists the session's own tasks, oldest first.
+	var list struct {
+		Tasks []legacyTask `json:"tasks"`
+	}
+	_ = json.Unmarshal(cl.Call(15, "tasks/list", nil), &list)
+	if len(list.Tasks) != 4 || list.Tasks[0].TaskID != first || list.Tasks[3].TaskID != task.TaskID || list.Tasks[3].Status != "cancelled" {
+		t.Fatalf("tasks/list: %+v", list.Tasks)
+	}
+	_ = json.Unmarshal(other.Call(2, "tasks/list", nil), &list)
+	if len(list.Tasks) != 0 {
+		t.Fatalf("another session's tasks/list: %+v", list.Tasks)
+	}
+	if r := cl.Post(testenv.Request(16, "tasks/list", map[string]any{"cursor": "nonsense"}), nil); r.ErrorCode() != protocol.CodeInvalidParams {
+		t.Fatalf("a bad cursor: %s", r)
 	}
 }

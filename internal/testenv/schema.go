@@ -111,6 +111,7 @@ var NotificationDefs = map[string]string{
 	"notifications/resources/list_changed": "ResourceListChangedNotification",
 	"notifications/resources/updated":      "ResourceUpdatedNotification",
 	"notifications/elicitation/complete":   "ElicitationCompleteNotification",
+	"notifications/tasks/status":           "TaskStatusNotification",
 	"sampling/createMessage":               "CreateMessageRequest",
 	"elicitation/create":                   "ElicitRequest",
 	"roots/list":                           "ListRootsRequest",
@@ -163,6 +164,8 @@ func (s *Schemas) ValidateMessage(requestMethod string, raw []byte) error {
 				return s.Validate("CancelTaskResult", m.Result)
 			case requestMethod == "tasks/result":
 				return s.Validate("CallToolResult", m.Result)
+			case requestMethod == "tasks/list":
+				return s.Validate("ListTasksResult", m.Result)
 			}
 		}
 		if def, ok := ResultDefs[requestMethod]; ok {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -161,6 +162,13 @@ func (f *Frontend) taskChanged(rec *tasks.Record) {
 	if err := f.nc.Publish(f.subj.TaskEvent(rec.TaskID), rec.Event()); err != nil {
 		f.log.Warn("frontend: announcing a task change", "err", err)
 	}
+	if s := rec.SessionOf(); s != "" {
+		// 2025-11-25: notifications/tasks/status on the session's stream.
+		n, err := protocol.EncodeNotification(protocol.NotificationTasksStatus, rec.Task.Legacy())
+		if err == nil {
+			_ = f.nc.Publish(f.subj.Session(s), bus.AppendFrame(nil, bus.FrameNotification, n))
+		}
+	}
 }
 
 // taskControl sends c to the worker running task id and waits for its
@@ -210,7 +218,58 @@ func (f *Frontend) failOrphanedTask(ctx context.Context, id, principal string, n
 // legacyTaskMethod reports whether a legacy request is a task method this
 // frontend answers.
 func legacyTaskMethod(method string) bool {
-	return method == protocol.MethodTasksGet || method == protocol.MethodTasksCancel || method == protocol.MethodTasksResult
+	switch method {
+	case protocol.MethodTasksGet, protocol.MethodTasksCancel, protocol.MethodTasksResult, protocol.MethodTasksList:
+		return true
+	}
+	return false
+}
+
+// taskPage is the page size of tasks/list.
+const taskPage = 100
+
+// legacyTaskList is tasks/list: the session's tasks that still exist,
+// oldest first, taskPage at a time (the cursor is an offset).
+func (f *Frontend) legacyTaskList(w http.ResponseWriter, r *http.Request, sessionID string, msg *protocol.Message) {
+	var p protocol.PaginatedParams
+	if len(msg.Params) > 0 {
+		if err := json.Unmarshal(msg.Params, &p); err != nil {
+			writeError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: %v", err))
+			return
+		}
+	}
+	from := 0
+	if p.Cursor != nil {
+		n, err := strconv.Atoi(*p.Cursor)
+		if err != nil || n < 0 {
+			writeError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: bad cursor"))
+			return
+		}
+		from = n
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), taskTimeout)
+	defer cancel()
+	ids, err := tasks.Indexed(ctx, f.opts.Store, sessionID)
+	if !f.taskStoreErr(w, msg, "", err) {
+		return
+	}
+	res := &protocol.ListTasksResult{Tasks: []protocol.LegacyTask{}}
+	principal := tasks.SessionPrincipal(sessionID)
+	i := from
+	for ; i < len(ids) && len(res.Tasks) < taskPage; i++ {
+		rec, _, err := tasks.Get(ctx, f.opts.Store, ids[i], principal)
+		if errors.Is(err, tasks.ErrNotFound) {
+			continue // expired
+		}
+		if !f.taskStoreErr(w, msg, ids[i], err) {
+			return
+		}
+		res.Tasks = append(res.Tasks, rec.Task.Legacy())
+	}
+	if i < len(ids) {
+		res.NextCursor = strconv.Itoa(i)
+	}
+	writeResult(w, msg.ID, res)
 }
 
 // taskRequestID is the id of a server-to-client request asking for a
@@ -233,6 +292,10 @@ func parseTaskRequestID(id protocol.ID) (taskID, key string, ok bool) {
 }
 
 func (f *Frontend) legacyTask(w http.ResponseWriter, r *http.Request, sessionID string, msg *protocol.Message) {
+	if msg.Method == protocol.MethodTasksList {
+		f.legacyTaskList(w, r, sessionID, msg)
+		return
+	}
 	var p protocol.TaskParams
 	if err := json.Unmarshal(msg.Params, &p); err != nil || p.TaskID == "" {
 		writeError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: %s needs a taskId", msg.Method))

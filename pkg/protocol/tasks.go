@@ -134,6 +134,17 @@ func RelatedTaskMeta(taskID string) Meta {
 }
 
 // LegacyTasksCapability is what a server that runs tools/call as tasks
-// declares in 2025-11-25 (no tasks/list: without authentication, task ids
-// are the only protection, and listing them would hand them out).
-var LegacyTasksCapability = json.RawMessage(`{"cancel":{},"requests":{"tools":{"call":{}}}}`)
+// declares in 2025-11-25. Tasks belong to their session: tasks/list lists
+// the session's own.
+var LegacyTasksCapability = json.RawMessage(`{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`)
+
+// ListTasksResult answers tasks/list (2025-11-25).
+type ListTasksResult struct {
+	ResultBase
+	Tasks      []LegacyTask `json:"tasks"`
+	NextCursor string       `json:"nextCursor,omitempty"`
+}
+
+// NotificationTasksStatus is the optional 2025-11-25 notification of a
+// task's new status (params: the task).
+const NotificationTasksStatus = "notifications/tasks/status"

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
@@ -309,6 +310,9 @@ func Apply(ctx context.Context, st Store, op *WriteOp, now time.Time) (WriteRepl
 		switch {
 		case err == nil:
 			rec, changed = op.Record, true
+			if s := op.Record.SessionOf(); s != "" {
+				err = AddToIndex(ctx, st, s, op.Record.TaskID)
+			}
 		case errors.Is(err, sessionstore.ErrExists):
 			err = nil // a retried create: the first one landed
 		}
@@ -366,4 +370,68 @@ type Control struct {
 	Op string `json:"op"` // "input", "cancel" or "ping"
 	// Responses are accepted input responses (input).
 	Responses map[string]json.RawMessage `json:"responses,omitempty"`
+}
+
+// The tasks of a legacy session, for tasks/list: a record listing their
+// ids in creation order (the most recent maxIndexed).
+
+const maxIndexed = 1000
+
+// IndexKey is the store key of session's task index.
+func IndexKey(session string) string { return "tasks-of:" + session }
+
+// SessionOf returns the session a legacy task belongs to ("" for others).
+func (r *Record) SessionOf() string {
+	s, ok := strings.CutPrefix(r.Principal, "session:")
+	if !r.Legacy || !ok {
+		return ""
+	}
+	return s
+}
+
+// AddToIndex records task id in session's index.
+func AddToIndex(ctx context.Context, st Store, session, id string) error {
+	for attempt := 0; attempt < 100; attempt++ {
+		b, ver, err := st.GetRecord(ctx, IndexKey(session))
+		if errors.Is(err, sessionstore.ErrNotFound) {
+			data, _ := json.Marshal([]string{id})
+			err = st.CreateRecord(ctx, IndexKey(session), data, DefaultTTL)
+			if errors.Is(err, sessionstore.ErrExists) {
+				continue
+			}
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		var ids []string
+		_ = json.Unmarshal(b, &ids)
+		ids = append(ids, id)
+		if len(ids) > maxIndexed {
+			ids = ids[len(ids)-maxIndexed:]
+		}
+		data, _ := json.Marshal(ids)
+		err = st.SetRecord(ctx, IndexKey(session), ver, data)
+		if errors.Is(err, sessionstore.ErrConflict) || errors.Is(err, sessionstore.ErrNotFound) {
+			continue
+		}
+		return err
+	}
+	return errors.New("tasks: index: too many concurrent updates")
+}
+
+// Indexed returns the ids in session's index, oldest first.
+func Indexed(ctx context.Context, st Store, session string) ([]string, error) {
+	b, _, err := st.GetRecord(ctx, IndexKey(session))
+	if errors.Is(err, sessionstore.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	if err := json.Unmarshal(b, &ids); err != nil {
+		return nil, fmt.Errorf("tasks: malformed index: %w", err)
+	}
+	return ids, nil
 }

@@ -99,3 +99,35 @@ func TestCancelWins(t *testing.T) {
 		t.Fatal("inputs on an unknown task succeeded")
 	}
 }
+
+func TestSessionIndex(t *testing.T) {
+	st := memStore(t)
+	ctx := t.Context()
+	now := time.Now()
+	if ids, err := Indexed(ctx, st, "s1"); err != nil || ids != nil {
+		t.Fatalf("empty index: %v %v", ids, err)
+	}
+	var want []string
+	for i := 0; i < 3; i++ {
+		r := New(NewID(), SessionPrincipal("s1"), "w", now, time.Minute)
+		r.Legacy = true
+		if rep, _ := Apply(ctx, st, &WriteOp{Op: "create", Record: r}, now); rep.Error != "" {
+			t.Fatal(rep.Error)
+		}
+		want = append(want, r.TaskID)
+	}
+	// A modern task (no session) is not indexed.
+	Apply(ctx, st, &WriteOp{Op: "create", Record: New(NewID(), "", "w", now, time.Minute)}, now)
+	ids, err := Indexed(ctx, st, "s1")
+	if err != nil || len(ids) != 3 || ids[0] != want[0] || ids[2] != want[2] {
+		t.Fatalf("index %v, want %v (%v)", ids, want, err)
+	}
+	for i := 0; i < maxIndexed+5; i++ {
+		if err := AddToIndex(ctx, st, "s2", NewID()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ids, _ := Indexed(ctx, st, "s2"); len(ids) != maxIndexed {
+		t.Fatalf("index grew to %d, want %d at most", len(ids), maxIndexed)
+	}
+}
