@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/fixture"
+	"github.com/mcpfleet/mcpfleet/pkg/auth"
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
 	"github.com/mcpfleet/mcpfleet/pkg/frontend"
 	"github.com/mcpfleet/mcpfleet/pkg/mcp"
@@ -191,7 +192,23 @@ func serveFrontend(ctx context.Context, c *Config, nc *nats.Conn, store sessions
 	if m, ok := store.(interface{ Len() int }); ok {
 		sessions = m.Len
 	}
+	var verifier *auth.Verifier
+	if c.AuthIssuer != "" {
+		vctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		v, err := auth.New(vctx, auth.Options{
+			Issuer: c.AuthIssuer, Audience: c.AuthAudience, JWKSFile: c.AuthJWKSFile, JWKSURL: c.AuthJWKSURL,
+			RequiredScopes: c.AuthRequiredScopes, ScopesSupported: c.AuthScopesSupported,
+			AuthorizationServers: c.AuthServers, MetadataURL: c.AuthMetadataURL, Logger: log,
+		})
+		cancel()
+		if err != nil {
+			return err
+		}
+		verifier = v
+		log.Info("authentication on", "issuer", c.AuthIssuer, "audience", c.AuthAudience)
+	}
 	fe, err := frontend.New(nc, frontend.Options{
+		Auth:    verifier,
 		Metrics: frontend.NewMetrics(reg, sessions),
 		ID:      c.ID, Store: store, Logger: log,
 		MaxBodyBytes: c.MaxBodyBytes, RequestTimeout: c.RequestTimeout,

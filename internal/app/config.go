@@ -43,6 +43,16 @@ type Config struct {
 	PprofListen     string // address of net/http/pprof ("" off)
 	MaxListen       int64
 	ListenKeepAlive time.Duration
+	// Authentication (OAuth 2.1 resource server); off when AuthIssuer is
+	// empty.
+	AuthIssuer          string
+	AuthAudience        string
+	AuthJWKSFile        string
+	AuthJWKSURL         string
+	AuthRequiredScopes  []string
+	AuthScopesSupported []string
+	AuthServers         []string
+	AuthMetadataURL     string
 }
 
 // flagSet binds c's fields to flags whose defaults come from MCPFLEET_*
@@ -145,6 +155,14 @@ func Parse(role Role, name string, args []string) (*Config, error) {
 		f.str(&c.StateKey, "state-key", "", "base64 of the 32-byte key sealing 2026-07-28 requestState; every worker of a cluster must share it (default: shared by the running workers, or random)")
 	}
 	if role.servesHTTP() {
+		f.str(&c.AuthIssuer, "auth-issuer", "", "OAuth issuer whose bearer tokens are required on every MCP request (empty: no authentication)")
+		f.str(&c.AuthAudience, "auth-audience", "", "this resource's URL, which tokens must name in aud (required with --auth-issuer)")
+		f.str(&c.AuthJWKSFile, "auth-jwks-file", "", "the issuer's signing keys, a JWKS file")
+		f.str(&c.AuthJWKSURL, "auth-jwks-url", "", "the issuer's signing keys, a JWKS URL (cached, refreshed on rotation)")
+		f.list(&c.AuthRequiredScopes, "auth-required-scopes", "scopes every request's token must grant")
+		f.list(&c.AuthScopesSupported, "auth-scopes-supported", "scopes listed in the protected-resource metadata")
+		f.list(&c.AuthServers, "auth-authorization-servers", "authorization servers listed in the protected-resource metadata (default: the issuer)")
+		f.str(&c.AuthMetadataURL, "auth-metadata-url", "", "absolute URL of /.well-known/oauth-protected-resource named in WWW-Authenticate (default: derived from the request)")
 		f.i64(&c.MaxListen, "max-listen-subscriptions", 1000, "most subscriptions/listen streams per frontend (0 = unlimited; 503 beyond)")
 		f.dur(&c.ListenKeepAlive, "listen-keepalive-interval", 15*time.Second, "interval of SSE keepalive comments on listen streams, which also free dead peers' slots (0 disables)")
 	}
@@ -219,6 +237,15 @@ func (c *Config) validate(role Role) error {
 		}
 		if c.MaxBodyBytes <= 0 {
 			errs = append(errs, errors.New("--max-body-bytes must be positive"))
+		}
+		authSet := c.AuthAudience != "" || c.AuthJWKSFile != "" || c.AuthJWKSURL != "" || len(c.AuthRequiredScopes) > 0
+		switch {
+		case c.AuthIssuer == "" && authSet:
+			errs = append(errs, errors.New("--auth-issuer is required with the other --auth-* flags"))
+		case c.AuthIssuer != "" && c.AuthAudience == "":
+			errs = append(errs, errors.New("--auth-audience is required with --auth-issuer"))
+		case c.AuthIssuer != "" && (c.AuthJWKSFile == "") == (c.AuthJWKSURL == ""):
+			errs = append(errs, errors.New("exactly one of --auth-jwks-file and --auth-jwks-url is required with --auth-issuer"))
 		}
 	}
 	if c.StateKey != "" {

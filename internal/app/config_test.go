@@ -70,6 +70,10 @@ func TestParseInvalid(t *testing.T) {
 		{RoleStdio, []string{"--max-message-bytes", "0"}, "--max-message-bytes"},
 		{RoleStdio, []string{"--listen", "127.0.0.1:1"}, "not defined"},
 		{RoleAllInOne, []string{"extra"}, "unexpected arguments"},
+		{RoleFrontend, []string{"--auth-audience", "https://x/mcp"}, "--auth-issuer is required"},
+		{RoleFrontend, []string{"--auth-issuer", "https://as"}, "--auth-audience is required"},
+		{RoleFrontend, []string{"--auth-issuer", "https://as", "--auth-audience", "https://x/mcp"}, "exactly one of --auth-jwks-file and --auth-jwks-url"},
+		{RoleAllInOne, []string{"--auth-issuer", "https://as", "--auth-audience", "https://x/mcp", "--auth-jwks-file", "a", "--auth-jwks-url", "b"}, "exactly one of"},
 	}
 	for _, tc := range tests {
 		_, err := Parse(tc.role, "test", tc.args)

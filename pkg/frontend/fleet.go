@@ -101,6 +101,26 @@ func (fl *fleet) shutdown() {
 	}
 }
 
+// toolScopes returns the scopes a tool requires (its _meta
+// RequiredScopesMeta), from the union of the workers' catalogs.
+func (fl *fleet) toolScopes(name string) []string {
+	v := fl.view.Load()
+	for _, t := range v.cat.Tools {
+		if t.Name != name {
+			continue
+		}
+		raw, ok := t.Meta[RequiredScopesMeta]
+		if !ok {
+			return nil
+		}
+		var scopes []string
+		b, _ := json.Marshal(raw)
+		_ = json.Unmarshal(b, &scopes)
+		return scopes
+	}
+	return nil
+}
+
 // alive reports whether worker announced itself lately (and is not
 // leaving).
 func (fl *fleet) alive(worker string) bool {

@@ -101,7 +101,7 @@ func (f *Frontend) forward(w http.ResponseWriter, r *http.Request, spec *forward
 		ex.cancelKey = bus.CancelKeyLegacy(spec.session.ID, spec.msg.ID)
 	}
 	hdr := &bus.RequestHeader{
-		Era: spec.era, Method: spec.msg.Method, ID: spec.msg.ID, Frontend: f.id, Stream: st.id, Session: spec.session,
+		Era: spec.era, Method: spec.msg.Method, ID: spec.msg.ID, Frontend: f.id, Stream: st.id, Session: spec.session, Principal: principalOf(r),
 		DeadlineMs: ex.deadline.UnixMilli(), Traceparent: r.Header.Get("Traceparent"), Tracestate: r.Header.Get("Tracestate"),
 		ParamHeaders: spec.params, Listen: true, SessionStream: true, Tasks: true,
 		CheckParamHeaders: spec.era == protocol.EraModern,

@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/pkg/auth"
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
 	"github.com/mcpfleet/mcpfleet/pkg/listen"
 	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
@@ -69,6 +70,11 @@ type Options struct {
 	AllowedOrigins []string
 	// WriteTimeout bounds each write to a client stream; zero means 10s.
 	WriteTimeout time.Duration
+	// Auth, when set, requires a bearer token on every MCP request (OAuth
+	// 2.1 resource server) and binds sessions, listen streams, tasks and
+	// MRTR state to the token's principal. Nil: no authentication (the
+	// loopback default).
+	Auth *auth.Verifier
 	// SSERetry is the reconnection delay (SSE retry:) announced in the
 	// priming event of legacy streams; zero means 1s, negative omits it.
 	SSERetry time.Duration

@@ -53,6 +53,10 @@ func (f *Frontend) serveMCP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusForbidden, protocol.CodeInvalidRequest, "Forbidden: Origin not allowed")
 		return
 	}
+	r, ok := f.authenticate(w, r)
+	if !ok {
+		return
+	}
 	switch r.Method {
 	case http.MethodPost:
 		f.servePost(w, r)

@@ -106,6 +106,12 @@ func (f *Frontend) loadSessionFor(w http.ResponseWriter, r *http.Request, id pro
 		writeError(w, http.StatusServiceUnavailable, id, protocol.NewError(protocol.CodeInternalError, "session store unavailable; retry"))
 		return nil, false
 	}
+	if s.Principal != principalOf(r) {
+		// Another principal's session does not exist for this caller.
+		f.release(c)
+		writeError(w, http.StatusNotFound, id, protocol.NewError(codeSessionNotFound, "Session not found"))
+		return nil, false
+	}
 	return s, true
 }
 
@@ -169,6 +175,7 @@ func (f *Frontend) initialize(w http.ResponseWriter, r *http.Request, msg *proto
 				ClientInfo:         *p.ClientInfo,
 				ClientCapabilities: *p.Capabilities,
 				Initialized:        true,
+				Principal:          principalOf(r),
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 			defer cancel()
@@ -247,6 +254,10 @@ func (f *Frontend) legacyRequest(w http.ResponseWriter, r *http.Request, sess *s
 		f.legacyTask(w, r, sess.ID, msg)
 		return
 	}
+	if msg.Method == protocol.MethodToolsCall && !f.toolScopesOK(w, r, msg, head.Name) {
+		f.release(c)
+		return
+	}
 	rt := f.routeFor(protocol.EraLegacy, msg.Method, head, msg.Params)
 	if rt.local != nil {
 		f.release(c)
@@ -313,7 +324,7 @@ func (f *Frontend) legacyNotification(ctx context.Context, sess *sessionstore.Se
 		}
 	case protocol.NotificationRootsListChanged:
 		// For the server author's callback, on any one worker.
-		hdr := &bus.RequestHeader{Era: protocol.EraLegacy, Frontend: f.id, Session: snapshot(sess)}
+		hdr := &bus.RequestHeader{Era: protocol.EraLegacy, Frontend: f.id, Session: snapshot(sess), Principal: sess.Principal}
 		raw := protocol.AppendNotification(nil, msg.Method, msg.Params)
 		if data, err := bus.EncodeRequest(hdr, raw); err == nil {
 			_ = f.nc.Publish(f.subj.Request(msg.Method, ""), data)

@@ -70,6 +70,9 @@ func (f *Frontend) postModern(w http.ResponseWriter, r *http.Request, msg *proto
 		writeJSON(w, status, resp, nil)
 		return
 	}
+	if msg.Method == protocol.MethodToolsCall && !f.toolScopesOK(w, r, msg, head.Name) {
+		return
+	}
 	rt := f.routeFor(protocol.EraModern, msg.Method, head, msg.Params)
 	if rt.local != nil {
 		writeError(w, http.StatusOK, msg.ID, rt.local)
@@ -276,4 +279,9 @@ const (
 
 // clientKey names the client of a listen stream for duplicate detection:
 // its connection (stateless HTTP has no other identity without auth).
-func clientKey(r *http.Request) string { return r.RemoteAddr }
+func clientKey(r *http.Request) string {
+	if p := principalOf(r); p != "" {
+		return p
+	}
+	return r.RemoteAddr
+}

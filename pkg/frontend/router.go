@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/mcpfleet/mcpfleet/pkg/auth"
 )
 
 // Router returns a gin engine serving the MCP endpoint at path (e.g.
@@ -30,6 +31,10 @@ func (f *Frontend) Router(path string, metrics http.Handler) *gin.Engine {
 	})
 	if metrics != nil {
 		g.GET("/metrics", gin.WrapH(metrics))
+	}
+	if f.opts.Auth != nil {
+		g.GET(auth.MetadataPath, gin.WrapF(f.opts.Auth.Metadata))
+		g.GET(auth.MetadataPath+path, gin.WrapF(f.opts.Auth.Metadata))
 	}
 	return g
 }

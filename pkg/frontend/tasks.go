@@ -94,7 +94,7 @@ func (f *Frontend) serveTask(w http.ResponseWriter, r *http.Request, msg *protoc
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), taskTimeout)
 	defer cancel()
-	principal := "" // tasks are bound to the principal once authentication lands
+	principal := principalOf(r) // tasks are bound to their creator's principal
 	now := time.Now()
 	var (
 		rec *tasks.Record

@@ -40,6 +40,22 @@ func WithTasks(s TaskSupport) ToolOption { return func(t *tool) { t.tasks = s } 
 // handler runs.
 func BeginTaskManually() ToolOption { return func(t *tool) { t.manualTask = true } }
 
+// RequiredScopesMeta is the tool _meta key naming the OAuth scopes a
+// caller needs to call it (checked by the frontend when authentication
+// is on: 403 insufficient_scope otherwise).
+const RequiredScopesMeta = "io.mcpfleet/requiredScopes"
+
+// RequireScopes makes calling the tool need the OAuth scopes (when the
+// server runs with authentication).
+func RequireScopes(scopes ...string) ToolOption {
+	return func(t *tool) {
+		if t.def.Meta == nil {
+			t.def.Meta = protocol.Meta{}
+		}
+		t.def.Meta[RequiredScopesMeta] = scopes
+	}
+}
+
 // TaskHost runs tasks for a transport: it keeps their state where any
 // node can answer tasks/get and carries the client's input and
 // cancellation to the running handler.
