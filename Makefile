@@ -23,6 +23,35 @@ vet:
 gotest:
 	go test -race -count=1 -timeout 20m ./...
 
+# Native Go fuzzing of the parsers that read client input: each target runs
+# for a bounded budget (go test -fuzz takes one package and one target per
+# run). The budget is a number of executions, about 5 s per target here,
+# not a duration: a duration can fail spuriously with "context deadline
+# exceeded" at its end on Go 1.26 (golang/go#75804). `make fuzz
+# FUZZTIME=2m` fuzzes longer. A failing input is written to the package's
+# testdata/fuzz/<target>/; commit it, and every go test runs it.
+FUZZTIME ?= 30000x
+FUZZ_TARGETS := \
+	./pkg/protocol:FuzzDecode \
+	./pkg/protocol:FuzzDecodeDepth \
+	./pkg/protocol:FuzzDecodeHeaderValue \
+	./pkg/frontend:FuzzParseEventID \
+	./pkg/frontend:FuzzEventIDRoundTrip \
+	./pkg/stdio:FuzzLineReader \
+	./internal/uritemplate:FuzzParseMatch \
+	./internal/jsonschema:FuzzValidateJSON \
+	./pkg/bus:FuzzToken \
+	./pkg/sessionstore:FuzzValidID
+
+.PHONY: fuzz
+fuzz:
+	@failed=; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t#*:}; \
+		echo "go test -run '^\$$' -fuzz '^$$name\$$' -fuzztime $(FUZZTIME) $$pkg"; \
+		go test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg || failed="$$failed $$name"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "fuzz: FAIL:$$failed"; exit 1; fi
+
 conformance:
 	./scripts/conformance.sh 2025-11-25 2026-07-28
 
@@ -35,7 +64,7 @@ conformance-cluster:
 cluster:
 	./scripts/cluster.sh
 
-test: deps vet gotest conformance conformance-cluster
+test: deps vet gotest fuzz conformance conformance-cluster
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -248,6 +248,9 @@ func (c *Config) validate(role Role) error {
 			errs = append(errs, errors.New("exactly one of --auth-jwks-file and --auth-jwks-url is required with --auth-issuer"))
 		}
 	}
+	if len(c.ID) > 64 {
+		errs = append(errs, fmt.Errorf("--id %q: at most 64 bytes", c.ID))
+	}
 	if c.StateKey != "" {
 		if _, err := parseStateKey(c.StateKey); err != nil {
 			errs = append(errs, err)

@@ -15,6 +15,11 @@ import (
 // when the one holding it died. One set of functions formats and parses
 // them.
 
+// maxEventIDLen bounds the event ids parseEventID accepts: the longest the
+// frontend writes ("p", a MaxIDLen-byte frontend id in hex, "x", a base-36
+// uint64, ":", a decimal uint64) with room to spare.
+const maxEventIDLen = 1 + 2*MaxIDLen + 1 + 13 + 1 + 20 + 32
+
 func formatEventID(stream string, index uint64) string {
 	return stream + ":" + strconv.FormatUint(index, 10)
 }
@@ -23,7 +28,7 @@ func formatEventID(stream string, index uint64) string {
 // one of ours.
 func parseEventID(s string) (stream string, index uint64, ok bool) {
 	i := strings.LastIndexByte(s, ':')
-	if i < 2 || i == len(s)-1 || len(s) > 128 {
+	if i < 2 || i == len(s)-1 || len(s) > maxEventIDLen {
 		return "", 0, false
 	}
 	stream = s[:i]

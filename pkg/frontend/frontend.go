@@ -29,10 +29,14 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
+// MaxIDLen caps Options.ID (it goes into SSE event ids and bus subjects).
+const MaxIDLen = 64
+
 // Options configure a Frontend. Store is required; every other zero value
 // means the documented default.
 type Options struct {
-	// ID names the frontend on the bus; empty means random. Unique per
+	// ID names the frontend on the bus (at most MaxIDLen bytes); empty
+	// means random. Unique per
 	// cluster.
 	ID string
 	// Subjects builds bus subjects; the zero value uses "mcp".
@@ -134,6 +138,9 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 	}
 	if opts.MaxBodyBytes < 0 || opts.MaxDepth < 0 || opts.RequestTimeout < 0 || opts.WorkerTimeout < 0 || opts.StreamBuffer < 0 || opts.WriteTimeout < 0 {
 		return nil, fmt.Errorf("%w: negative limits are not allowed", ErrInvalidConfig)
+	}
+	if len(opts.ID) > MaxIDLen {
+		return nil, fmt.Errorf("%w: the id is %d bytes long, over %d", ErrInvalidConfig, len(opts.ID), MaxIDLen)
 	}
 	if opts.ID == "" {
 		var b [6]byte

@@ -15,7 +15,12 @@ import (
 func DecodeHeaderValue(v string) (string, error) {
 	const pre, suf = "=?base64?", "?="
 	if strings.HasPrefix(v, pre) && strings.HasSuffix(v, suf) && len(v) >= len(pre)+len(suf) {
-		b, err := base64.StdEncoding.Strict().DecodeString(v[len(pre) : len(v)-len(suf)])
+		inner := v[len(pre) : len(v)-len(suf)]
+		if strings.ContainsAny(inner, "\r\n") {
+			// Strict base64 decoding still skips line breaks.
+			return "", errors.New("invalid base64 value")
+		}
+		b, err := base64.StdEncoding.Strict().DecodeString(inner)
 		if err != nil {
 			return "", errors.New("invalid base64 value")
 		}

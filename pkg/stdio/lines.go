@@ -52,7 +52,11 @@ func (l *lineReader) next() (line []byte, tooLong bool, err error) {
 				return nil, true, nil
 			}
 			if len(l.buf) > 0 {
-				return bytes.TrimSuffix(l.buf, []byte("\r")), false, nil
+				line = bytes.TrimSuffix(l.buf, []byte("\r"))
+				if len(line) > l.max {
+					return nil, true, nil
+				}
+				return line, false, nil
 			}
 			return nil, false, io.EOF
 		default:
