@@ -208,10 +208,14 @@ func serveFrontend(ctx context.Context, c *Config, nc *nats.Conn, store sessions
 		log.Info("authentication on", "issuer", c.AuthIssuer, "audience", c.AuthAudience)
 	}
 	fe, err := frontend.New(nc, frontend.Options{
-		Auth:    verifier,
+		Auth:           verifier,
+		MaxStringBytes: int(c.MaxStringBytes), MaxArrayLen: int(c.MaxArrayLen),
+		MaxInFlightPerSession: int(c.MaxInFlightPerSession), MaxInFlightPerPrincipal: int(c.MaxInFlightPerPrincipal),
+		RatePerPrincipal: float64(c.RatePerPrincipal), RateBurst: int(c.RateBurst),
+		MaxSessionsPerPrincipal: int(c.MaxSessionsPerPrincipal), MaxListenPerPrincipal: int(c.MaxListenPerPrincipal),
 		Metrics: frontend.NewMetrics(reg, sessions),
 		ID:      c.ID, Store: store, Logger: log,
-		MaxBodyBytes: c.MaxBodyBytes, RequestTimeout: c.RequestTimeout,
+		MaxBodyBytes: c.MaxBodyBytes, BodyTimeout: c.BodyTimeout, RequestTimeout: c.RequestTimeout,
 		KeepAlive: keepAlive(c.KeepAlive), AllowedHosts: c.AllowedHosts, AllowedOrigins: c.AllowedOrigins,
 		MaxListen: maxListen(c.MaxListen), ListenKeepAlive: keepAlive(c.ListenKeepAlive),
 	})

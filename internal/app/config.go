@@ -31,6 +31,7 @@ type Config struct {
 	AllowedHosts    []string
 	AllowedOrigins  []string
 	MaxBodyBytes    int64
+	BodyTimeout     time.Duration
 	ID              string // frontend or worker id on the bus
 	LogLevel        string
 	LogFormat       string // text or json
@@ -53,6 +54,15 @@ type Config struct {
 	AuthScopesSupported []string
 	AuthServers         []string
 	AuthMetadataURL     string
+	// Limits (0: the frontend's default; negative: off).
+	MaxStringBytes          int64
+	MaxArrayLen             int64
+	MaxInFlightPerSession   int64
+	MaxInFlightPerPrincipal int64
+	RatePerPrincipal        int64
+	RateBurst               int64
+	MaxSessionsPerPrincipal int64
+	MaxListenPerPrincipal   int64
 }
 
 // flagSet binds c's fields to flags whose defaults come from MCPFLEET_*
@@ -149,6 +159,7 @@ func Parse(role Role, name string, args []string) (*Config, error) {
 		f.list(&c.AllowedHosts, "allowed-hosts", "Host header values accepted (default: loopback names; * for any)")
 		f.list(&c.AllowedOrigins, "allowed-origins", "Origin header values accepted (default: loopback origins; * for any)")
 		f.i64(&c.MaxBodyBytes, "max-body-bytes", 4<<20, "largest accepted request body")
+		f.dur(&c.BodyTimeout, "body-timeout", 10*time.Second, "longest time the reading of a request body may take (408 beyond)")
 	}
 	if role != RoleFrontend {
 		f.str(&c.Fixture, "fixture", "", `extra handlers to serve: "" or "conformance"`)
@@ -163,6 +174,14 @@ func Parse(role Role, name string, args []string) (*Config, error) {
 		f.list(&c.AuthScopesSupported, "auth-scopes-supported", "scopes listed in the protected-resource metadata")
 		f.list(&c.AuthServers, "auth-authorization-servers", "authorization servers listed in the protected-resource metadata (default: the issuer)")
 		f.str(&c.AuthMetadataURL, "auth-metadata-url", "", "absolute URL of /.well-known/oauth-protected-resource named in WWW-Authenticate (default: derived from the request)")
+		f.i64(&c.MaxStringBytes, "max-string-bytes", 0, "largest string in a message (0: 2 MiB; negative: no cap)")
+		f.i64(&c.MaxArrayLen, "max-array-len", 0, "longest array in a message (0: 10000; negative: no cap)")
+		f.i64(&c.MaxInFlightPerSession, "max-inflight-per-session", 0, "requests a legacy session may have running through one frontend (0: 64; negative: no cap)")
+		f.i64(&c.MaxInFlightPerPrincipal, "max-inflight-per-principal", 0, "requests a principal may have running through one frontend, with authentication (0: 256; negative: no cap)")
+		f.i64(&c.RatePerPrincipal, "rate-per-principal", 0, "requests per second per principal on one frontend, with authentication (0: 50; negative: no limit)")
+		f.i64(&c.RateBurst, "rate-burst", 0, "burst of the per-principal rate limit (0: 100)")
+		f.i64(&c.MaxSessionsPerPrincipal, "max-sessions-per-principal", 0, "legacy sessions per principal, with authentication (0: 100; negative: no cap)")
+		f.i64(&c.MaxListenPerPrincipal, "max-listen-per-principal", 0, "listen streams per principal on one frontend, with authentication (0: 32; negative: no cap)")
 		f.i64(&c.MaxListen, "max-listen-subscriptions", 1000, "most subscriptions/listen streams per frontend (0 = unlimited; 503 beyond)")
 		f.dur(&c.ListenKeepAlive, "listen-keepalive-interval", 15*time.Second, "interval of SSE keepalive comments on listen streams, which also free dead peers' slots (0 disables)")
 	}
@@ -237,6 +256,9 @@ func (c *Config) validate(role Role) error {
 		}
 		if c.MaxBodyBytes <= 0 {
 			errs = append(errs, errors.New("--max-body-bytes must be positive"))
+		}
+		if c.BodyTimeout <= 0 {
+			errs = append(errs, errors.New("--body-timeout must be positive"))
 		}
 		authSet := c.AuthAudience != "" || c.AuthJWKSFile != "" || c.AuthJWKSURL != "" || len(c.AuthRequiredScopes) > 0
 		switch {

@@ -60,6 +60,7 @@ func TestParseInvalid(t *testing.T) {
 		{RoleFrontend, []string{"--path", "mcp"}, "--path"},
 		{RoleFrontend, []string{"--session-ttl", "0s"}, "--session-ttl"},
 		{RoleFrontend, []string{"--max-body-bytes", "-1"}, "--max-body-bytes"},
+		{RoleFrontend, []string{"--body-timeout", "0s"}, "--body-timeout"},
 		{RoleFrontend, []string{"--redis-url", ""}, "--redis-url is required"},
 		{RoleWorker, []string{"--nats-url", ""}, "--nats-url is required"},
 		{RoleWorker, []string{"--fixture", "bogus"}, "--fixture"},

@@ -94,6 +94,15 @@ func isMarker(data []byte) bool { return len(data) > 0 && data[0] == 0 }
 // the response.
 func (f *Frontend) forward(w http.ResponseWriter, r *http.Request, spec *forwardSpec) {
 	defer func() { f.release(spec.claim) }() // nil when a detached drain owns it
+	session := ""
+	if spec.session != nil {
+		session = spec.session.ID
+	}
+	done, ok := f.admit(w, r, spec.msg.ID, session)
+	if !ok {
+		return
+	}
+	defer done()
 	st := f.openStream()
 	ex := &exchange{f: f, spec: spec, st: st, deadline: time.Now().Add(f.opts.RequestTimeout)}
 	ex.cancelKey = bus.CancelKeyStream(f.id, st.id)

@@ -74,6 +74,36 @@ type Options struct {
 	AllowedOrigins []string
 	// WriteTimeout bounds each write to a client stream; zero means 10s.
 	WriteTimeout time.Duration
+	// BodyTimeout bounds the reading of a POST body (408 beyond, and the
+	// connection closes); zero means 10s.
+	BodyTimeout time.Duration
+	// Limits. Each applies with its default when zero and is off when
+	// negative.
+	//
+	// MaxStringBytes caps a string in a message (default 2 MiB) and
+	// MaxArrayLen an array (default 10000): 400 beyond.
+	MaxStringBytes int
+	MaxArrayLen    int
+	// MaxInFlightPerSession (default 64) and MaxInFlightPerPrincipal
+	// (default 256, with Auth) cap the requests a legacy session or a
+	// principal has running through this frontend: 429 beyond.
+	MaxInFlightPerSession   int
+	MaxInFlightPerPrincipal int
+	// RatePerPrincipal (requests per second, default 50) and RateBurst
+	// (default 100) limit each principal (with Auth) on this frontend:
+	// 429 with Retry-After beyond.
+	RatePerPrincipal float64
+	RateBurst        int
+	// MaxSessionsPerPrincipal caps the legacy sessions a principal (with
+	// Auth) holds, across the cluster (default 100): 429 beyond.
+	MaxSessionsPerPrincipal int
+	// MaxInitializeBytes caps the params of an initialize (default 64 KiB):
+	// a session keeps the client's capabilities and clientInfo for its
+	// life. -32602 beyond.
+	MaxInitializeBytes int
+	// MaxListenPerPrincipal caps a principal's open listen streams on this
+	// frontend (default 32): 429 beyond.
+	MaxListenPerPrincipal int
 	// Auth, when set, requires a bearer token on every MCP request (OAuth
 	// 2.1 resource server) and binds sessions, listen streams, tasks and
 	// MRTR state to the token's principal. Nil: no authentication (the
@@ -112,6 +142,7 @@ type Frontend struct {
 	ctlSub  *nats.Subscription
 	taskSub *nats.Subscription // task writes from workers
 	taskWG  sync.WaitGroup     // task writes being applied
+	limits  *limiter
 	reg     *listen.Registry
 	fleet   *fleet
 
@@ -136,7 +167,7 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 	if opts.Store == nil {
 		return nil, fmt.Errorf("%w: a session store is required", ErrInvalidConfig)
 	}
-	if opts.MaxBodyBytes < 0 || opts.MaxDepth < 0 || opts.RequestTimeout < 0 || opts.WorkerTimeout < 0 || opts.StreamBuffer < 0 || opts.WriteTimeout < 0 {
+	if opts.MaxBodyBytes < 0 || opts.MaxDepth < 0 || opts.RequestTimeout < 0 || opts.WorkerTimeout < 0 || opts.StreamBuffer < 0 || opts.WriteTimeout < 0 || opts.BodyTimeout < 0 {
 		return nil, fmt.Errorf("%w: negative limits are not allowed", ErrInvalidConfig)
 	}
 	if len(opts.ID) > MaxIDLen {
@@ -165,6 +196,9 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 	if opts.WriteTimeout == 0 {
 		opts.WriteTimeout = 10 * time.Second
 	}
+	if opts.BodyTimeout == 0 {
+		opts.BodyTimeout = 10 * time.Second
+	}
 	if opts.SSERetry == 0 {
 		opts.SSERetry = time.Second
 	}
@@ -173,6 +207,17 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 	}
 	if opts.ListenKeepAlive == 0 {
 		opts.ListenKeepAlive = 15 * time.Second
+	}
+	defaultInt(&opts.MaxStringBytes, 2<<20)
+	defaultInt(&opts.MaxArrayLen, 10000)
+	defaultInt(&opts.MaxInFlightPerSession, 64)
+	defaultInt(&opts.MaxInFlightPerPrincipal, 256)
+	defaultInt(&opts.RateBurst, 100)
+	defaultInt(&opts.MaxSessionsPerPrincipal, 100)
+	defaultInt(&opts.MaxListenPerPrincipal, 32)
+	defaultInt(&opts.MaxInitializeBytes, 64<<10)
+	if opts.RatePerPrincipal == 0 {
+		opts.RatePerPrincipal = 50
 	}
 	hc, err := newAllowList(opts.AllowedHosts, opts.AllowedOrigins)
 	if err != nil {
@@ -194,9 +239,20 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 	f.hub = newHub(f)
 	f.reg = listen.New(nc, listen.Options{
 		Subjects: opts.Subjects, Subscriptions: opts.Store, Buffer: opts.StreamBuffer,
-		MaxListen: maxListen, Logger: f.log,
+		MaxListen: maxListen, MaxListenPerClient: max(opts.MaxListenPerPrincipal, 0), Logger: f.log,
 	})
+	f.limits = newLimiter()
 	return f, nil
+}
+
+// defaultInt sets *v to def when it is zero, and to 0 (off) when negative.
+func defaultInt(v *int, def int) {
+	switch {
+	case *v == 0:
+		*v = def
+	case *v < 0:
+		*v = 0
+	}
 }
 
 // ID returns the frontend's bus id.

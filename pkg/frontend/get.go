@@ -112,6 +112,13 @@ func (f *Frontend) getStream(w http.ResponseWriter, r *http.Request, sess *sessi
 		defer t.Stop()
 		keepalive = t.C
 	}
+	// slowGet counts a stream whose write failed for want of a reader.
+	slowGet := func(err error) {
+		if slowWrite(err) || g.Reason() == listen.ReasonSlow {
+			f.log.Warn("frontend: closing a slow GET stream")
+			f.metrics.droppedStream("get")
+		}
+	}
 	for {
 		select {
 		case fr := <-g.C():
@@ -121,14 +128,12 @@ func (f *Frontend) getStream(w http.ResponseWriter, r *http.Request, sess *sessi
 				id = formatEventID(streamID, idx)
 			}
 			if err := sse.event(id, payload); err != nil {
-				if slowWrite(err) || g.Reason() == listen.ReasonSlow {
-					f.log.Warn("frontend: closing a slow GET stream")
-					f.metrics.droppedStream("get")
-				}
+				slowGet(err)
 				return
 			}
 		case <-keepalive:
 			if err := sse.comment("keepalive"); err != nil {
+				slowGet(err)
 				return
 			}
 		case <-g.Done():
@@ -419,7 +424,16 @@ func (f *Frontend) serveDelete(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
 	defer cancel()
-	err := f.opts.Store.Delete(ctx, sid)
+	sess, err := f.opts.Store.Get(ctx, sid)
+	if err == nil && sess.Principal != principalOf(r) {
+		err = sessionstore.ErrNotFound // another principal's session does not exist for this caller
+	}
+	if err == nil {
+		err = f.opts.Store.Delete(ctx, sid)
+	}
+	if err == nil {
+		f.uncountSession(ctx, sess.Principal, sid, time.Now())
+	}
 	switch {
 	case errors.Is(err, sessionstore.ErrNotFound):
 		httpError(w, http.StatusNotFound, codeSessionNotFound, "Session not found")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
@@ -54,7 +55,7 @@ func (f *Frontend) serveMCP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r, ok := f.authenticate(w, r)
-	if !ok {
+	if !ok || f.rateLimited(w, r) {
 		return
 	}
 	switch r.Method {
@@ -83,8 +84,17 @@ func (f *Frontend) servePost(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusRequestEntityTooLarge, protocol.CodeInvalidRequest, "Request Entity Too Large: the body exceeds the size limit")
 		return
 	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(f.opts.BodyTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.opts.MaxBodyBytes))
 	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// The deadline stays: net/http does not then wait for the
+			// rest of the body before it closes the connection.
+			w.Header().Set("Connection", "close")
+			httpError(w, http.StatusRequestTimeout, protocol.CodeInvalidRequest, "Request Timeout: the body did not arrive within the body timeout")
+			return
+		}
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			httpError(w, http.StatusRequestEntityTooLarge, protocol.CodeInvalidRequest, "Request Entity Too Large: the body exceeds the size limit")
@@ -93,6 +103,7 @@ func (f *Frontend) servePost(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, protocol.CodeParseError, "Bad Request: could not read the body")
 		return
 	}
+	_ = rc.SetReadDeadline(time.Time{})
 	msg, err := protocol.Decode(body, f.opts.MaxDepth)
 	if err != nil {
 		var de *protocol.DecodeError
@@ -101,6 +112,14 @@ func (f *Frontend) servePost(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		httpError(w, http.StatusBadRequest, protocol.CodeParseError, "parse error")
+		return
+	}
+	if err := protocol.CheckSizes(body, f.opts.MaxStringBytes, f.opts.MaxArrayLen); err != nil {
+		id := msg.ID
+		if f.opts.MaxStringBytes > 0 && len(id.Str()) > f.opts.MaxStringBytes {
+			id = protocol.ID{} // the id itself is what is too long: not echoed
+		}
+		writeError(w, http.StatusBadRequest, id, protocol.NewError(protocol.CodeInvalidRequest, "invalid request: %v", err))
 		return
 	}
 	if msg.Kind() == protocol.KindResponse {

@@ -43,6 +43,8 @@ type hubStream struct {
 	removed atomic.Bool  // over: nothing more is written
 	gauge   func()       // closes the open-streams gauge
 	buf     []byte       // the chunk being written; only its writer touches it
+	pending []byte       // what the socket has not taken yet (its writer's)
+	since   time.Time    // when pending began to wait
 	watchID uint64       // the close watcher's handle (0: not watched)
 }
 
@@ -60,6 +62,8 @@ type hub struct {
 	ready   []*hubStream
 	streams map[*hubStream]struct{}
 	wake    chan struct{}
+	blocked map[*hubStream]struct{} // streams waiting for room in their socket
+	kick    chan struct{}           // blocked became non-empty
 	quit    chan struct{}
 	stopped bool
 	wg      sync.WaitGroup
@@ -67,7 +71,10 @@ type hub struct {
 }
 
 func newHub(f *Frontend) *hub {
-	return &hub{f: f, streams: map[*hubStream]struct{}{}, wake: make(chan struct{}, hubWriters), quit: make(chan struct{})}
+	return &hub{
+		f: f, streams: map[*hubStream]struct{}{}, blocked: map[*hubStream]struct{}{},
+		wake: make(chan struct{}, hubWriters), kick: make(chan struct{}, 1), quit: make(chan struct{}),
+	}
 }
 
 func (h *hub) run() {
@@ -76,6 +83,8 @@ func (h *hub) run() {
 			h.wg.Add(1)
 			go h.writer() // owned by the hub: ends at stop
 		}
+		h.wg.Add(1)
+		go h.retrier() // owned by the hub: ends at stop
 		if ka := h.f.opts.ListenKeepAlive; ka > 0 {
 			h.wg.Add(1)
 			go h.keepalives(ka) // owned by the hub: ends at stop
@@ -121,6 +130,7 @@ func (h *hub) adopt(w http.ResponseWriter, r *http.Request, ls *listen.ListenStr
 		ls.Close()
 		return true
 	}
+	_ = conn.SetWriteDeadline(time.Time{}) // the writers never wait (tryWrite)
 	s.buf = s.buf[:0]
 	s.gauge = h.f.metrics.streamOpened("listen")
 	h.f.active.Add(1) // Shutdown waits for the final results
@@ -137,14 +147,8 @@ func (h *hub) adopt(w http.ResponseWriter, r *http.Request, ls *listen.ListenStr
 // can hand over its connection. Wrappers that delegate Hijack without
 // checking (gin's) would fail, or worse, only once called.
 func canHijack(w http.ResponseWriter) bool {
-	for {
-		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
-		if !ok {
-			_, ok := w.(http.Hijacker)
-			return ok
-		}
-		w = u.Unwrap()
-	}
+	_, ok := innermost(w).(http.Hijacker)
+	return ok
 }
 
 // responseHead is the status line and headers of a taken-over stream:
@@ -255,11 +259,28 @@ func (h *hub) writer() {
 }
 
 // serve writes what s has: queued messages, a due keepalive, and at the
-// end of the stream its final result (on shutdown). It returns true when
-// the stream is over and removed.
+// end of the stream its final result (on shutdown). It never waits for
+// the client: what its socket does not take stays pending, the stream is
+// looked at again shortly (retrier), and nothing new is taken from its
+// queue meanwhile, so a stalled client fills only its own bounded queue
+// (the registry then drops it as slow) and holds no writer. A stream
+// whose pending bytes wait longer than WriteTimeout is dropped as slow.
+// It returns true when the stream is over and removed.
 func (h *hub) serve(s *hubStream) bool {
 	if s.removed.Load() {
 		return true
+	}
+	if s.gone.Load() {
+		h.remove(s, false)
+		return true
+	}
+	if len(s.pending) > 0 {
+		if !h.push(s) {
+			return true
+		}
+		if len(s.pending) > 0 {
+			return false
+		}
 	}
 	ls := s.ls
 	var events []byte
@@ -276,10 +297,6 @@ drain:
 		events = append(events, ": keepalive\n\n"...)
 	}
 	reason := ls.Reason()
-	if s.gone.Load() {
-		h.remove(s, false)
-		return true
-	}
 	if reason == listen.ReasonShutdown {
 		events = appendEvent(events, "", ls.Final())
 	}
@@ -291,14 +308,22 @@ drain:
 		s.buf = append(s.buf, "0\r\n\r\n"...)
 	}
 	if len(s.buf) > 0 {
-		_ = s.conn.SetWriteDeadline(time.Now().Add(h.f.opts.WriteTimeout))
-		_, err := s.conn.Write(s.buf)
+		s.pending, s.since = s.buf, time.Now()
+		ok := h.push(s)
 		if cap(s.buf) > 16<<10 {
 			s.buf = nil
 		}
-		if err != nil {
-			h.remove(s, slowWrite(err))
+		if !ok {
 			return true
+		}
+		if len(s.pending) > 0 {
+			// Keep the rest apart from buf, which the next round reuses.
+			s.pending = append([]byte(nil), s.pending...)
+			if reason == listen.ReasonSlow {
+				h.remove(s, true)
+				return true
+			}
+			return false
 		}
 	}
 	if reason != "" {
@@ -308,11 +333,78 @@ drain:
 	return false
 }
 
+// push writes as much of s.pending as the socket takes now. It returns
+// false when the stream was removed: the write failed, or pending has
+// waited past WriteTimeout. With bytes left it asks the retrier to come
+// back.
+func (h *hub) push(s *hubStream) bool {
+	n, err := tryWrite(s.conn, s.pending)
+	s.pending = s.pending[n:]
+	if err != nil {
+		h.remove(s, slowWrite(err))
+		return false
+	}
+	if len(s.pending) == 0 {
+		s.pending = nil
+		return true
+	}
+	if time.Since(s.since) > h.f.opts.WriteTimeout {
+		h.f.log.Warn("frontend: closing a listen stream whose client stopped reading")
+		h.remove(s, true)
+		return false
+	}
+	h.mu.Lock()
+	h.blocked[s] = struct{}{}
+	h.mu.Unlock()
+	select {
+	case h.kick <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// hubRetry is how often streams whose sockets were full are tried again.
+const hubRetry = 20 * time.Millisecond
+
+// retrier schedules the streams whose sockets were full, hubRetry after
+// one of them was blocked.
+func (h *hub) retrier() {
+	defer h.wg.Done()
+	t := time.NewTimer(hubRetry)
+	t.Stop()
+	var batch []*hubStream
+	for {
+		select {
+		case <-h.kick:
+		case <-h.quit:
+			return
+		}
+		t.Reset(hubRetry)
+		select {
+		case <-t.C:
+		case <-h.quit:
+			return
+		}
+		h.mu.Lock()
+		for s := range h.blocked {
+			batch = append(batch, s)
+		}
+		clear(h.blocked)
+		h.mu.Unlock()
+		for _, s := range batch {
+			h.schedule(s)
+		}
+		clear(batch)
+		batch = batch[:0]
+	}
+}
+
 // remove ends a stream: the socket closes, the registry forgets it.
 func (h *hub) remove(s *hubStream, slow bool) {
 	h.mu.Lock()
 	_, ok := h.streams[s]
 	delete(h.streams, s)
+	delete(h.blocked, s)
 	h.mu.Unlock()
 	if !ok {
 		return

@@ -132,3 +132,49 @@ func TestResponseHead(t *testing.T) {
 		t.Errorf("chunk = %q", c)
 	}
 }
+
+// tryWrite takes what the socket takes and returns at once: a client
+// that does not read never holds the hub's writer.
+func TestTryWriteNeverWaits(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	peer, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	big := make([]byte, 64<<20) // far more than the socket buffers hold
+	start := time.Now()
+	n, err := tryWrite(c, big)
+	if err != nil || n <= 0 || n >= len(big) {
+		t.Fatalf("first write to a peer that does not read: n=%d of %d, err=%v", n, len(big), err)
+	}
+	m, err := tryWrite(c, big[n:])
+	if err != nil || m >= len(big)-n {
+		t.Fatalf("second write with the buffers full: n=%d, err=%v", m, err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("the writes waited %s for the peer", d)
+	}
+	// The peer resets the connection: a write fails.
+	_ = peer.(*net.TCPConn).SetLinger(0)
+	_ = peer.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := tryWrite(c, big[:1024]); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("writes to a reset connection kept succeeding")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -142,12 +142,25 @@ func (f *Frontend) initialize(w http.ResponseWriter, r *http.Request, msg *proto
 		writeError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: initialize requires params"))
 		return
 	}
+	if f.opts.MaxInitializeBytes > 0 && len(msg.Params) > f.opts.MaxInitializeBytes {
+		writeError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams,
+			"invalid params: initialize params of %d bytes, over the %d the server keeps for a session (capabilities and clientInfo)", len(msg.Params), f.opts.MaxInitializeBytes))
+		return
+	}
 	if err := json.Unmarshal(msg.Params, &p); err != nil {
 		writeError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: %v", err))
 		return
 	}
 	if e := p.Validate(); e != nil {
 		writeError(w, http.StatusBadRequest, msg.ID, e)
+		return
+	}
+	principal := principalOf(r)
+	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
+	capped := f.sessionCapReached(ctx, principal)
+	cancel()
+	if capped {
+		tooMany(w, msg.ID, time.Minute, "Too Many Requests: this principal holds the most sessions allowed; end one (DELETE) or retry later")
 		return
 	}
 	var sid string
@@ -175,11 +188,15 @@ func (f *Frontend) initialize(w http.ResponseWriter, r *http.Request, msg *proto
 				ClientInfo:         *p.ClientInfo,
 				ClientCapabilities: *p.Capabilities,
 				Initialized:        true,
-				Principal:          principalOf(r),
+				Principal:          principal,
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 			defer cancel()
+			if err := f.countSession(ctx, principal, s.ID, time.Now()); err != nil {
+				return err
+			}
 			if err := f.opts.Store.Create(ctx, s); err != nil {
+				f.uncountSession(ctx, principal, s.ID, time.Now())
 				return err
 			}
 			sid = s.ID

@@ -216,6 +216,9 @@ func (f *Frontend) serveListen(w http.ResponseWriter, r *http.Request, msg *prot
 	case errors.Is(err, listen.ErrTooMany):
 		writeError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "too many listen streams on this server; retry later"))
 		return
+	case errors.Is(err, listen.ErrTooManyForClient):
+		tooMany(w, msg.ID, 5*time.Second, "Too Many Requests: too many listen streams for this principal")
+		return
 	case errors.Is(err, listen.ErrDuplicate):
 		writeError(w, http.StatusConflict, msg.ID, protocol.NewError(protocol.CodeInvalidRequest, "invalid request: a listen stream with subscription id %s is already open", msg.ID))
 		return

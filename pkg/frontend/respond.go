@@ -2,12 +2,19 @@ package frontend
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 )
 
-// writeJSON writes a JSON body with status.
+// answerWriteTimeout bounds the write of a JSON answer: a client that
+// does not take it within that time loses its connection, so an unread
+// answer is not held.
+const answerWriteTimeout = 10 * time.Second
+
+// writeJSON writes a JSON body with status, within answerWriteTimeout.
 func writeJSON(w http.ResponseWriter, status int, body []byte, extra func(http.Header)) {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(answerWriteTimeout))
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	if extra != nil {

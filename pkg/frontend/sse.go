@@ -28,9 +28,12 @@ func startSSE(w http.ResponseWriter, timeout time.Duration, extra func(http.Head
 		extra(h)
 	}
 	w.WriteHeader(http.StatusOK)
-	s := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: timeout}
-	_ = s.flush()
-	return s
+	// The first flush goes through w (gin writes the head on its Flush);
+	// later flushes go to the innermost writer, whose FlushError reports a
+	// failed write: http.ResponseController stops at a wrapper that is an
+	// http.Flusher (gin's) and its Flush swallows the error.
+	_ = http.NewResponseController(w).Flush()
+	return &sseWriter{w: w, rc: http.NewResponseController(innermost(w)), timeout: timeout}
 }
 
 // event writes one event: an optional id, then data (one data: line per
@@ -160,4 +163,15 @@ func (c *clientWriter) send(b []byte) bool {
 func (c *clientWriter) stop() {
 	close(c.q)
 	<-c.done
+}
+
+// innermost follows w's Unwrap chain to the writer net/http made.
+func innermost(w http.ResponseWriter) http.ResponseWriter {
+	for {
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return w
+		}
+		w = u.Unwrap()
+	}
 }

@@ -72,8 +72,12 @@ func (r *Registry) OpenListen(client string, id protocol.ID, filter protocol.Sub
 	case r.opts.MaxListen > 0 && len(r.listens) >= r.opts.MaxListen:
 		r.mu.Unlock()
 		return nil, ErrTooMany
+	case r.opts.MaxListenPerClient > 0 && r.perClient[client] >= r.opts.MaxListenPerClient:
+		r.mu.Unlock()
+		return nil, ErrTooManyForClient
 	}
 	r.listens[l.key] = l
+	r.perClient[client]++
 	var err error
 	for _, u := range filter.ResourceSubscriptions {
 		if err = r.addURI(u, l); err != nil {
@@ -107,6 +111,9 @@ func (l *ListenStream) Close() {
 		return
 	}
 	delete(r.listens, l.key)
+	if r.perClient[l.key.client]--; r.perClient[l.key.client] <= 0 {
+		delete(r.perClient, l.key.client)
+	}
 	for _, u := range l.filter.ResourceSubscriptions {
 		r.dropURI(u, l)
 	}

@@ -39,6 +39,8 @@ type Options struct {
 	// MaxListen caps the listen streams open at once on this registry;
 	// zero means 1000, negative means unlimited.
 	MaxListen int
+	// MaxListenPerClient caps one client's listen streams (zero: no cap).
+	MaxListenPerClient int
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -47,6 +49,8 @@ type Options struct {
 var (
 	// ErrTooMany means the listen stream cap is reached (HTTP 503).
 	ErrTooMany = errors.New("listen: too many listen streams")
+	// ErrTooManyForClient means the client reached MaxListenPerClient.
+	ErrTooManyForClient = errors.New("listen: too many listen streams for this client")
 	// ErrDuplicate means the client already has a listen stream with this
 	// subscription id: the new stream is refused, the old one goes on.
 	ErrDuplicate = errors.New("listen: duplicate subscription id")
@@ -83,13 +87,14 @@ type Registry struct {
 	opts Options
 	log  *slog.Logger
 
-	mu       sync.Mutex // guards everything below
-	closed   bool
-	sessions map[string]*session
-	uris     map[string]*uriEntry
-	tasks    map[string]*taskEntry // task id -> listen streams watching it
-	listens  map[listenKey]*ListenStream
-	listSub  *nats.Subscription
+	mu        sync.Mutex // guards everything below
+	closed    bool
+	sessions  map[string]*session
+	uris      map[string]*uriEntry
+	tasks     map[string]*taskEntry // task id -> listen streams watching it
+	listens   map[listenKey]*ListenStream
+	perClient map[string]int // open listen streams per client
+	listSub   *nats.Subscription
 }
 
 type uriEntry struct {
@@ -184,7 +189,7 @@ func New(nc *nats.Conn, opts Options) *Registry {
 	return &Registry{
 		nc: nc, opts: opts, log: log,
 		sessions: map[string]*session{}, uris: map[string]*uriEntry{}, listens: map[listenKey]*ListenStream{},
-		tasks: map[string]*taskEntry{},
+		tasks: map[string]*taskEntry{}, perClient: map[string]int{},
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 )
 
@@ -300,4 +301,69 @@ func EncodeNotification(method string, params any) ([]byte, error) {
 		}
 	}
 	return AppendNotification(nil, method, raw), nil
+}
+
+// ErrTooLong reports a string or an array over CheckSizes' caps.
+var ErrTooLong = errors.New("protocol: a string or an array is over the size limit")
+
+// CheckSizes scans JSON data for strings longer than maxString bytes (as
+// written, escapes included) and arrays of more than maxArray elements; a
+// cap of 0 or less is not checked. data is assumed well-formed enough to
+// scan (run it after CheckDepth, which bounds the nesting).
+func CheckSizes(data []byte, maxString, maxArray int) error {
+	// counts holds, per open container, -1 for an object, else the number
+	// of array elements seen so far (commas + 1 once non-empty).
+	var counts []int
+	inStr := false
+	start := 0
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		if inStr {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inStr = false
+				if maxString > 0 && i-start-1 > maxString {
+					return fmt.Errorf("%w: a string of %d bytes (at most %d)", ErrTooLong, i-start-1, maxString)
+				}
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inStr, start = true, i
+			if n := len(counts); n > 0 && counts[n-1] == 0 {
+				counts[n-1] = 1
+			}
+		case '{':
+			if n := len(counts); n > 0 && counts[n-1] == 0 {
+				counts[n-1] = 1
+			}
+			counts = append(counts, -1)
+		case '[':
+			if n := len(counts); n > 0 && counts[n-1] == 0 {
+				counts[n-1] = 1
+			}
+			counts = append(counts, 0)
+		case '}', ']':
+			if len(counts) > 0 {
+				counts = counts[:len(counts)-1]
+			}
+		case ',':
+			if n := len(counts); n > 0 && counts[n-1] >= 0 {
+				counts[n-1]++
+				if maxArray > 0 && counts[n-1] > maxArray {
+					return fmt.Errorf("%w: an array of more than %d elements", ErrTooLong, maxArray)
+				}
+			}
+		case ' ', '\t', '\r', '\n', ':':
+		default:
+			// a number, true, false or null starts a value
+			if n := len(counts); n > 0 && counts[n-1] == 0 {
+				counts[n-1] = 1
+			}
+		}
+	}
+	return nil
 }

@@ -481,3 +481,33 @@ func BenchmarkDecode(b *testing.B) {
 		}
 	}
 }
+
+func TestCheckSizes(t *testing.T) {
+	long := `"` + strings.Repeat("a", 101) + `"`
+	tests := []struct {
+		data string
+		ok   bool
+	}{
+		{`{"a":"short","b":[1,2,3]}`, true},
+		{`{"a":` + long + `}`, false},
+		{`{"` + strings.Repeat("k", 101) + `":1}`, false},
+		{`[` + strings.Repeat("1,", 10) + `1]`, false},
+		{`[` + strings.Repeat("1,", 9) + `1]`, true},
+		{`{"a":[[1,2],[3,4],[5,6]]}`, true},
+		{`[{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"j":10,"k":11}]`, true},
+		{`["a\"b","` + strings.Repeat(`\"`, 60) + `"]`, false},
+		{`[]`, true},
+	}
+	for _, tc := range tests {
+		err := protocol.CheckSizes([]byte(tc.data), 100, 10)
+		if (err == nil) != tc.ok {
+			t.Errorf("CheckSizes(%.60s...) = %v, want ok=%v", tc.data, err, tc.ok)
+		}
+		if err != nil && !errors.Is(err, protocol.ErrTooLong) {
+			t.Errorf("error %v is not ErrTooLong", err)
+		}
+	}
+	if err := protocol.CheckSizes([]byte(`{"a":`+long+`}`), 0, 0); err != nil {
+		t.Errorf("no caps: %v", err)
+	}
+}

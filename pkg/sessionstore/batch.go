@@ -59,6 +59,11 @@ func (b *batcher) run(ctx context.Context, script *redis.Script, keys []string, 
 			go b.loop() // owned by the batcher: ends when quit is closed
 		}
 	})
+	if err := ctx.Err(); err != nil {
+		// Never queued: a call with a done context changes nothing
+		// (select below would pick a ready send at random).
+		return errCmd(ctx, err)
+	}
 	op := opPool.Get().(*batchOp)
 	op.ctx, op.script, op.keys, op.args = ctx, script, keys, args
 	b.mu.RLock()
@@ -145,9 +150,15 @@ func (b *batcher) exec(batch []*batchOp) {
 	defer cancel()
 	pipe := b.client.Pipeline()
 	for _, op := range batch {
+		if err := op.ctx.Err(); err != nil {
+			op.cmd = errCmd(op.ctx, err) // its caller gave up before it was sent
+			continue
+		}
 		op.cmd = op.script.EvalSha(ctx, pipe, op.keys, op.args...)
 	}
-	_, _ = pipe.Exec(ctx) // each command carries its own outcome
+	if pipe.Len() > 0 {
+		_, _ = pipe.Exec(ctx) // each command carries its own outcome
+	}
 	for _, op := range batch {
 		if err := op.cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 			op.cmd = op.script.Run(op.ctx, b.client, op.keys, op.args...)

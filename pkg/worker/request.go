@@ -239,6 +239,14 @@ func (w *Worker) run(ctx context.Context, cancelDeadline context.CancelFunc, f *
 			out = protocol.AppendResponse(make([]byte, 0, len(raw)+48), msg.ID, raw)
 		}
 	}
+	if limit := w.nc.MaxPayload(); limit > 0 && int64(len(out)+1) > limit {
+		// The bus cannot carry it: the client gets an error now rather
+		// than a timeout when the worker seems to have died.
+		w.log.Warn("worker: a result is over the bus's payload cap", "method", msg.Method, "bytes", len(out), "max", limit)
+		out = protocol.AppendErrorResponse(nil, msg.ID, protocol.NewError(protocol.CodeInternalError,
+			"internal error: the result is %d bytes once encoded, over the %d bytes a message between processes may carry", len(out), limit))
+		outcome = "error"
+	}
 	f.publish(bus.FrameResponse, out, true)
 }
 

@@ -1,0 +1,114 @@
+package e2e
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/testenv"
+	"github.com/mcpfleet/mcpfleet/pkg/auth"
+	"github.com/mcpfleet/mcpfleet/pkg/frontend"
+	"github.com/mcpfleet/mcpfleet/pkg/protocol"
+)
+
+// The limits of issue 10, each with its clear error.
+func TestLimits(t *testing.T) {
+	ti := newTokenIssuer(t)
+	v, err := auth.New(t.Context(), auth.Options{Issuer: testIssuer, Audience: testAudience, JWKSFile: ti.jwks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip := testenv.StartInProc(t, testenv.InProcOptions{Frontend: frontend.Options{Auth: v,
+		MaxStringBytes: 100, MaxArrayLen: 5, MaxInFlightPerSession: 2, MaxInFlightPerPrincipal: 3, MaxSessionsPerPrincipal: 2,
+		MaxListenPerPrincipal: 1, RatePerPrincipal: 20, RateBurst: 40}})
+	alice := ti.token(t, "alice", "", time.Hour)
+
+	// Sizes inside a message: 400 with -32600.
+	a := authClient(t, ip.URL, alice, false)
+	a.Initialize(nil)
+	r := a.Post(testenv.Request(1, "tools/call", callParams("echo", map[string]any{"text": strings.Repeat("x", 200)})), nil)
+	if r.Status != 400 || r.ErrorCode() != protocol.CodeInvalidRequest || !strings.Contains(r.String(), "100") {
+		t.Fatalf("a 200-byte string (cap 100): %s", r)
+	}
+	r = a.Post(testenv.Request(2, "tools/call", callParams("echo", map[string]any{"text": "x", "extra": []int{1, 2, 3, 4, 5, 6}})), nil)
+	if r.Status != 400 || r.ErrorCode() != protocol.CodeInvalidRequest {
+		t.Fatalf("a 6-element array (cap 5): %s", r)
+	}
+
+	// Requests in flight per session: the third concurrent one is 429.
+	var held []*testenv.Stream
+	for i := range 2 {
+		s := a.PostStream(testenv.Request(10+i, "tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 1500}, "_meta": map[string]any{"progressToken": i}}), nil)
+		s.NextMessage(t, 10*time.Second)
+		held = append(held, s)
+	}
+	r = a.Post(testenv.Request(12, "tools/call", callParams("echo", map[string]any{"text": "third"})), nil)
+	if r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("a third request in flight (cap 2): %s", r)
+	}
+	for _, s := range held {
+		expectEnd(t, s)
+	}
+	a.Call(13, "tools/call", callParams("echo", map[string]any{"text": "after"}))
+
+	// Requests in flight per principal (3), across sessionless requests:
+	// the fourth is 429.
+	p := authClient(t, ip.URL, alice, true)
+	held = held[:0]
+	for i := range 3 {
+		msg, hdr := testenv.ModernRequest(20+i, "tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 1500}, "_meta": map[string]any{"progressToken": i}}, nil)
+		s := p.PostStream(msg, hdr)
+		s.NextMessage(t, 10*time.Second)
+		held = append(held, s)
+	}
+	if r := p.Post(testenv.ModernRequest(23, "tools/call", callParams("echo", map[string]any{"text": "fourth"}), nil)); r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("a fourth request in flight for the principal (cap 3): %s", r)
+	}
+	for _, s := range held {
+		expectEnd(t, s)
+	}
+	if r := p.Post(testenv.ModernRequest(24, "tools/call", callParams("echo", map[string]any{"text": "after"}), nil)); r.Status != 200 {
+		t.Fatalf("a request once the principal's requests ended: %s", r)
+	}
+
+	// Sessions per principal: a third is 429 until one ends.
+	b := authClient(t, ip.URL, alice, false)
+	b.Initialize(nil)
+	c := authClient(t, ip.URL, alice, false)
+	r = c.Post(testenv.Request(1, "initialize", testenv.InitParams("2025-11-25", nil)), nil)
+	if r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("a third session (cap 2): %s", r)
+	}
+	// Another principal cannot end alice's session.
+	mallory := authClient(t, ip.URL, ti.token(t, "mallory", "", time.Hour), false)
+	mallory.SessionID = b.SessionID
+	if r := mallory.Do(http.MethodDelete, ip.URL, nil, nil); r.Status != http.StatusNotFound {
+		t.Fatalf("mallory deleting alice's session: %s", r)
+	}
+	if r := b.Do(http.MethodDelete, ip.URL, nil, nil); r.Status != http.StatusNoContent {
+		t.Fatalf("alice deleting her session: %s", r)
+	}
+	c.Initialize(nil)
+
+	// Listen streams per principal: the second is 429.
+	m := authClient(t, ip.URL, alice, true)
+	s, _ := openListen(t, m, 1, map[string]any{"toolsListChanged": true})
+	msg, hdr := testenv.ModernRequest(2, "subscriptions/listen", map[string]any{"notifications": map[string]any{"toolsListChanged": true}}, nil)
+	if r := m.Post(msg, hdr); r.Status != http.StatusTooManyRequests {
+		t.Fatalf("a second listen stream (cap 1): %s", r)
+	}
+	s.Close()
+
+	// The rate limit: a burst past 40 gets 429 with Retry-After.
+	limited := false
+	for i := 0; i < 60 && !limited; i++ {
+		r := m.Post(testenv.ModernRequest(100+i, "tools/list", nil, nil))
+		if r.Status == http.StatusTooManyRequests {
+			limited = r.Header.Get("Retry-After") != ""
+		}
+	}
+	if !limited {
+		t.Fatal("60 requests at once never hit the rate limit (20/s, burst 40)")
+	}
+}
