@@ -215,7 +215,7 @@ func serveFrontend(ctx context.Context, c *Config, nc *nats.Conn, store sessions
 		MaxSessionsPerPrincipal: int(c.MaxSessionsPerPrincipal), MaxListenPerPrincipal: int(c.MaxListenPerPrincipal),
 		Metrics: frontend.NewMetrics(reg, sessions),
 		ID:      c.ID, Store: store, Logger: log,
-		MaxBodyBytes: c.MaxBodyBytes, BodyTimeout: c.BodyTimeout, RequestTimeout: c.RequestTimeout,
+		MaxBodyBytes: c.MaxBodyBytes, BodyTimeout: c.BodyTimeout, SessionTTL: c.SessionTTL, RequestTimeout: c.RequestTimeout,
 		KeepAlive: keepAlive(c.KeepAlive), AllowedHosts: c.AllowedHosts, AllowedOrigins: c.AllowedOrigins,
 		MaxListen: maxListen(c.MaxListen), ListenKeepAlive: keepAlive(c.ListenKeepAlive),
 	})

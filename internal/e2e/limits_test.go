@@ -36,6 +36,20 @@ func TestLimits(t *testing.T) {
 		t.Fatalf("a 6-element array (cap 5): %s", r)
 	}
 
+	// A client's answers are bounded by the body cap alone: a response,
+	// and the inputResponses and requestState of a 2026-07-28 retry, are
+	// not refused for the size of what they carry.
+	r = a.Post(map[string]any{"jsonrpc": "2.0", "id": "never-issued", "result": map[string]any{"data": strings.Repeat("x", 200)}}, nil)
+	if strings.Contains(r.String(), "size limit") {
+		t.Fatalf("a response with a 200-byte string (cap 100): %s", r)
+	}
+	mc := authClient(t, ip.URL, alice, true)
+	msg, hdr := testenv.ModernRequest(3, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "x"},
+		"inputResponses": map[string]any{"k": map[string]any{"result": map[string]any{"data": strings.Repeat("y", 200)}}}, "requestState": strings.Repeat("z", 200)}, nil)
+	if r := mc.Post(msg, hdr); strings.Contains(r.String(), "size limit") || r.Status == 200 && r.ErrorCode() == 0 {
+		t.Fatalf("a retry with a 200-byte answer and state (cap 100): %s, want the state refused as invalid, not for its size", r)
+	}
+
 	// Requests in flight per session: the third concurrent one is 429.
 	var held []*testenv.Stream
 	for i := range 2 {
@@ -51,6 +65,26 @@ func TestLimits(t *testing.T) {
 		expectEnd(t, s)
 	}
 	a.Call(13, "tools/call", callParams("echo", map[string]any{"text": "after"}))
+
+	// A legacy request whose client closed its stream runs on, detached:
+	// it keeps its slot until it ends.
+	for i := range 2 {
+		s := a.PostStream(testenv.Request(30+i, "tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 1500}, "_meta": map[string]any{"progressToken": i}}), nil)
+		s.NextMessage(t, 10*time.Second)
+		s.Close()
+	}
+	time.Sleep(200 * time.Millisecond)
+	r = a.Post(testenv.Request(32, "tools/call", callParams("echo", map[string]any{"text": "third"})), nil)
+	if r.Status != http.StatusTooManyRequests {
+		t.Fatalf("a third request while two detached ones run (cap 2): %s", r)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if r := a.Post(testenv.Request(33, "tools/call", callParams("echo", map[string]any{"text": "later"})), nil); r.Status == 200 {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the detached requests' slots were not freed: %s", r)
+		}
+	}
 
 	// Requests in flight per principal (3), across sessionless requests:
 	// the fourth is 429.
@@ -94,7 +128,7 @@ func TestLimits(t *testing.T) {
 	// Listen streams per principal: the second is 429.
 	m := authClient(t, ip.URL, alice, true)
 	s, _ := openListen(t, m, 1, map[string]any{"toolsListChanged": true})
-	msg, hdr := testenv.ModernRequest(2, "subscriptions/listen", map[string]any{"notifications": map[string]any{"toolsListChanged": true}}, nil)
+	msg, hdr = testenv.ModernRequest(2, "subscriptions/listen", map[string]any{"notifications": map[string]any{"toolsListChanged": true}}, nil)
 	if r := m.Post(msg, hdr); r.Status != http.StatusTooManyRequests {
 		t.Fatalf("a second listen stream (cap 1): %s", r)
 	}

@@ -3,6 +3,7 @@ package frontend
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -102,7 +103,11 @@ func (f *Frontend) forward(w http.ResponseWriter, r *http.Request, spec *forward
 	if !ok {
 		return
 	}
-	defer done()
+	defer func() {
+		if done != nil { // nil when a detached drain owns the slots
+			done()
+		}
+	}()
 	st := f.openStream()
 	ex := &exchange{f: f, spec: spec, st: st, deadline: time.Now().Add(f.opts.RequestTimeout)}
 	ex.cancelKey = bus.CancelKeyStream(f.id, st.id)
@@ -147,10 +152,13 @@ func (f *Frontend) forward(w http.ResponseWriter, r *http.Request, spec *forward
 	f.active.Add(1) // the caller's own count is still held
 	cl := spec.claim
 	spec.claim = nil // released when the drain ends
+	slots := done
+	done = nil // the request still runs: its in-flight slots go when it ends
 	go func() {
 		defer f.active.Done()
 		defer f.closeStream(st)
 		defer f.release(cl)
+		defer slots()
 		ex.drain()
 		ex.finish()
 	}()
@@ -259,7 +267,12 @@ func (ex *exchange) frame(w http.ResponseWriter, fr frame) step {
 	case bus.FrameResponse:
 		payload := fr.payload
 		if e := ex.spec.effect; e != nil {
-			if err := e(payload); err != nil {
+			if err := e(payload); errors.Is(err, errTooManySessions) && ex.client == nil {
+				// Another initialize of the principal took the last slot
+				// since the check before forwarding.
+				tooMany(w, ex.spec.msg.ID, time.Minute, sessionCapMessage)
+				return stepDone
+			} else if err != nil {
 				ex.f.log.Error("frontend: completing a response", "method", ex.spec.msg.Method, "err", err)
 				payload = protocol.AppendErrorResponse(nil, ex.spec.msg.ID, protocol.NewError(protocol.CodeInternalError, "could not complete the request; retry"))
 				if ex.client == nil {

@@ -101,6 +101,10 @@ type Options struct {
 	// a session keeps the client's capabilities and clientInfo for its
 	// life. -32602 beyond.
 	MaxInitializeBytes int
+	// SessionTTL is the store's idle lifetime of a session (default 30
+	// min): a principal's session count forgets a session that long after
+	// its creation.
+	SessionTTL time.Duration
 	// MaxListenPerPrincipal caps a principal's open listen streams on this
 	// frontend (default 32): 429 beyond.
 	MaxListenPerPrincipal int
@@ -216,6 +220,9 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 	defaultInt(&opts.MaxSessionsPerPrincipal, 100)
 	defaultInt(&opts.MaxListenPerPrincipal, 32)
 	defaultInt(&opts.MaxInitializeBytes, 64<<10)
+	if opts.SessionTTL <= 0 {
+		opts.SessionTTL = 30 * time.Minute
+	}
 	if opts.RatePerPrincipal == 0 {
 		opts.RatePerPrincipal = 50
 	}
@@ -237,9 +244,13 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 	}
 	f.fleet = newFleet(f)
 	f.hub = newHub(f)
+	perClient := 0 // without Auth a client is its connection: no principal to cap
+	if opts.Auth != nil {
+		perClient = opts.MaxListenPerPrincipal
+	}
 	f.reg = listen.New(nc, listen.Options{
 		Subjects: opts.Subjects, Subscriptions: opts.Store, Buffer: opts.StreamBuffer,
-		MaxListen: maxListen, MaxListenPerClient: max(opts.MaxListenPerPrincipal, 0), Logger: f.log,
+		MaxListen: maxListen, MaxListenPerClient: perClient, Logger: f.log,
 	})
 	f.limits = newLimiter()
 	return f, nil

@@ -114,7 +114,7 @@ func (f *Frontend) servePost(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, protocol.CodeParseError, "parse error")
 		return
 	}
-	if err := protocol.CheckSizes(body, f.opts.MaxStringBytes, f.opts.MaxArrayLen); err != nil {
+	if err := f.checkSizes(msg, body); err != nil {
 		id := msg.ID
 		if f.opts.MaxStringBytes > 0 && len(id.Str()) > f.opts.MaxStringBytes {
 			id = protocol.ID{} // the id itself is what is too long: not echoed

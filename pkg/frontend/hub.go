@@ -99,7 +99,9 @@ func (h *hub) run() {
 // owns the connection and ls. It returns false, having touched nothing,
 // when the connection cannot be taken over.
 func (h *hub) adopt(w http.ResponseWriter, r *http.Request, ls *listen.ListenStream) bool {
-	if r.ProtoMajor != 1 || r.ProtoMinor < 1 || !canHijack(w) {
+	// TLS streams stay with their handler: a crypto/tls connection whose
+	// write timed out is broken for good, so tryWrite cannot serve it.
+	if r.ProtoMajor != 1 || r.ProtoMinor < 1 || r.TLS != nil || !canHijack(w) {
 		return false
 	}
 	h.mu.Lock()

@@ -160,7 +160,7 @@ func (f *Frontend) initialize(w http.ResponseWriter, r *http.Request, msg *proto
 	capped := f.sessionCapReached(ctx, principal)
 	cancel()
 	if capped {
-		tooMany(w, msg.ID, time.Minute, "Too Many Requests: this principal holds the most sessions allowed; end one (DELETE) or retry later")
+		tooMany(w, msg.ID, time.Minute, sessionCapMessage)
 		return
 	}
 	var sid string

@@ -60,7 +60,7 @@ func (l *limiter) release(key string, max int) {
 // allow takes a token of key's bucket (rate per second, burst); when it
 // is empty it returns how long until the next token.
 func (l *limiter) allow(key string, rate float64, burst int, now time.Time) (bool, time.Duration) {
-	if rate <= 0 || key == "" {
+	if rate <= 0 || burst <= 0 || key == "" {
 		return true, 0
 	}
 	l.mu.Lock()
@@ -146,9 +146,6 @@ var errTooManySessions = errors.New("frontend: too many sessions for this princi
 
 func sessionsKey(principal string) string { return "sessions-of:" + principal }
 
-// sessionTTL is how long an entry of the principal's session count lasts.
-const sessionCountTTL = 30 * time.Minute
-
 // countSession adds session to principal's count, refusing past the cap.
 func (f *Frontend) countSession(ctx context.Context, principal, session string, now time.Time) error {
 	max := f.opts.MaxSessionsPerPrincipal
@@ -159,7 +156,7 @@ func (f *Frontend) countSession(ctx context.Context, principal, session string, 
 		if len(m) >= max {
 			return errTooManySessions
 		}
-		m[session] = now.Add(sessionCountTTL).UnixMilli()
+		m[session] = now.Add(f.opts.SessionTTL).UnixMilli()
 		return nil
 	}, now)
 }
@@ -235,4 +232,17 @@ func (f *Frontend) sessionCapReached(ctx context.Context, principal string) bool
 		}
 	}
 	return n >= max
+}
+
+const sessionCapMessage = "Too Many Requests: this principal holds the most sessions allowed; end one (DELETE) or retry later"
+
+// checkSizes applies the string and array caps to a request or a
+// notification. A client's answers (responses, and the answers and
+// server-sealed state a 2026-07-28 retry carries back) are data it was
+// asked for, bounded by the body cap alone: a base64 image may be long.
+func (f *Frontend) checkSizes(msg *protocol.Message, body []byte) error {
+	if msg.Kind() == protocol.KindResponse {
+		return nil
+	}
+	return protocol.CheckSizes(body, f.opts.MaxStringBytes, f.opts.MaxArrayLen, "requestState", "inputResponses")
 }

@@ -308,14 +308,33 @@ var ErrTooLong = errors.New("protocol: a string or an array is over the size lim
 
 // CheckSizes scans JSON data for strings longer than maxString bytes (as
 // written, escapes included) and arrays of more than maxArray elements; a
-// cap of 0 or less is not checked. data is assumed well-formed enough to
-// scan (run it after CheckDepth, which bounds the nesting).
-func CheckSizes(data []byte, maxString, maxArray int) error {
+// cap of 0 or less is not checked. The values of the object members named
+// in exempt (anywhere in data, whatever they hold) are not checked. data
+// is assumed well-formed enough to scan (run it after CheckDepth, which
+// bounds the nesting).
+func CheckSizes(data []byte, maxString, maxArray int, exempt ...string) error {
+	if (maxString <= 0 || len(data) <= maxString) && (maxArray <= 0 || len(data) <= 2*maxArray) {
+		return nil // too short to hold either
+	}
 	// counts holds, per open container, -1 for an object, else the number
 	// of array elements seen so far (commas + 1 once non-empty).
 	var counts []int
-	inStr := false
-	start := 0
+	var (
+		inStr      bool
+		isKey      bool // the string being read is a member name
+		skipStr    bool // the string being read is an exempt value
+		afterColon bool // a member's value comes next
+		exemptNext bool // the value that comes next is exempt
+		exemptAt   = -1 // >= 0: inside an exempt container opened at that depth
+		start      int
+	)
+	inExempt := func() bool { return exemptAt >= 0 && len(counts) > exemptAt }
+	valueStarts := func() {
+		if n := len(counts); n > 0 && counts[n-1] == 0 {
+			counts[n-1] = 1
+		}
+		afterColon = false
+	}
 	for i := 0; i < len(data); i++ {
 		c := data[i]
 		if inStr {
@@ -324,46 +343,68 @@ func CheckSizes(data []byte, maxString, maxArray int) error {
 				i++
 			case '"':
 				inStr = false
-				if maxString > 0 && i-start-1 > maxString {
+				if !skipStr && !inExempt() && maxString > 0 && i-start-1 > maxString {
 					return fmt.Errorf("%w: a string of %d bytes (at most %d)", ErrTooLong, i-start-1, maxString)
+				}
+				if isKey {
+					exemptNext = len(exempt) > 0 && isOneOf(data[start+1:i], exempt)
 				}
 			}
 			continue
 		}
 		switch c {
 		case '"':
+			isKey = len(counts) > 0 && counts[len(counts)-1] == -1 && !afterColon
+			skipStr = false
+			if !isKey {
+				skipStr, exemptNext = exemptNext, false
+				valueStarts()
+			}
 			inStr, start = true, i
-			if n := len(counts); n > 0 && counts[n-1] == 0 {
-				counts[n-1] = 1
+		case '{', '[':
+			valueStarts()
+			if exemptNext && exemptAt < 0 {
+				exemptAt = len(counts)
 			}
-		case '{':
-			if n := len(counts); n > 0 && counts[n-1] == 0 {
-				counts[n-1] = 1
+			exemptNext = false
+			if c == '{' {
+				counts = append(counts, -1)
+			} else {
+				counts = append(counts, 0)
 			}
-			counts = append(counts, -1)
-		case '[':
-			if n := len(counts); n > 0 && counts[n-1] == 0 {
-				counts[n-1] = 1
-			}
-			counts = append(counts, 0)
 		case '}', ']':
 			if len(counts) > 0 {
 				counts = counts[:len(counts)-1]
 			}
+			if exemptAt >= 0 && len(counts) <= exemptAt {
+				exemptAt = -1
+			}
+			afterColon = false
 		case ',':
-			if n := len(counts); n > 0 && counts[n-1] >= 0 {
+			afterColon = false
+			if n := len(counts); n > 0 && counts[n-1] >= 0 && !inExempt() {
 				counts[n-1]++
 				if maxArray > 0 && counts[n-1] > maxArray {
 					return fmt.Errorf("%w: an array of more than %d elements", ErrTooLong, maxArray)
 				}
 			}
-		case ' ', '\t', '\r', '\n', ':':
+		case ':':
+			afterColon = true
+		case ' ', '\t', '\r', '\n':
 		default:
-			// a number, true, false or null starts a value
-			if n := len(counts); n > 0 && counts[n-1] == 0 {
-				counts[n-1] = 1
-			}
+			// a number, true, false or null
+			valueStarts()
+			exemptNext = false
 		}
 	}
 	return nil
+}
+
+func isOneOf(name []byte, names []string) bool {
+	for _, n := range names {
+		if string(name) == n {
+			return true
+		}
+	}
+	return false
 }

@@ -510,4 +510,27 @@ func TestCheckSizes(t *testing.T) {
 	if err := protocol.CheckSizes([]byte(`{"a":`+long+`}`), 0, 0); err != nil {
 		t.Errorf("no caps: %v", err)
 	}
+	// Exempt members: their values, whatever they hold, are not checked;
+	// the rest still is.
+	many := `[` + strings.Repeat("1,", 10) + `1]`
+	exempt := []struct {
+		data string
+		ok   bool
+	}{
+		{`{"requestState":` + long + `}`, true},
+		{`{"requestState":` + long + `,"a":` + long + `}`, false},
+		{`{"inputResponses":{"x":{"result":{"data":` + long + `,"list":` + many + `}}},"b":1}`, true},
+		{`{"inputResponses":{"x":1},"b":` + many + `}`, false},
+		{`{"inputResponses":[` + long + `],"c":"` + `short"}`, true},
+		{`{"a":{"requestState":` + long + `}}`, true},
+		{`{"a":"requestState","b":` + long + `}`, false}, // a value named like the member is not a member
+		{`{"requestState":1,"b":` + long + `}`, false},
+		{`{"` + strings.Repeat("k", 101) + `":1,"requestState":1}`, false},
+	}
+	for _, tc := range exempt {
+		err := protocol.CheckSizes([]byte(tc.data), 100, 10, "requestState", "inputResponses")
+		if (err == nil) != tc.ok {
+			t.Errorf("CheckSizes(%.80s..., exempt) = %v, want ok=%v", tc.data, err, tc.ok)
+		}
+	}
 }
