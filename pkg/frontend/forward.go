@@ -99,15 +99,11 @@ func (f *Frontend) forward(w http.ResponseWriter, r *http.Request, spec *forward
 	if spec.session != nil {
 		session = spec.session.ID
 	}
-	done, ok := f.admit(w, r, spec.msg.ID, session)
+	held, ok := f.admit(w, r, spec.msg.ID, session)
 	if !ok {
 		return
 	}
-	defer func() {
-		if done != nil { // nil when a detached drain owns the slots
-			done()
-		}
-	}()
+	defer held.release() // empty when a detached drain owns the slots
 	st := f.openStream()
 	ex := &exchange{f: f, spec: spec, st: st, deadline: time.Now().Add(f.opts.RequestTimeout)}
 	ex.cancelKey = bus.CancelKeyStream(f.id, st.id)
@@ -152,13 +148,13 @@ func (f *Frontend) forward(w http.ResponseWriter, r *http.Request, spec *forward
 	f.active.Add(1) // the caller's own count is still held
 	cl := spec.claim
 	spec.claim = nil // released when the drain ends
-	slots := done
-	done = nil // the request still runs: its in-flight slots go when it ends
+	inflight := held
+	held = slots{} // the request still runs: its in-flight slots go when it ends
 	go func() {
 		defer f.active.Done()
 		defer f.closeStream(st)
 		defer f.release(cl)
-		defer slots()
+		defer inflight.release()
 		ex.drain()
 		ex.finish()
 	}()

@@ -84,8 +84,7 @@ func (f *Frontend) servePost(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusRequestEntityTooLarge, protocol.CodeInvalidRequest, "Request Entity Too Large: the body exceeds the size limit")
 		return
 	}
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(f.opts.BodyTimeout))
+	setReadDeadline(w, time.Now().Add(f.opts.BodyTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.opts.MaxBodyBytes))
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -103,7 +102,7 @@ func (f *Frontend) servePost(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, protocol.CodeParseError, "Bad Request: could not read the body")
 		return
 	}
-	_ = rc.SetReadDeadline(time.Time{})
+	setReadDeadline(w, time.Time{})
 	msg, err := protocol.Decode(body, f.opts.MaxDepth)
 	if err != nil {
 		var de *protocol.DecodeError

@@ -18,7 +18,7 @@ import (
 // at the next sweep.
 type limiter struct {
 	mu       sync.Mutex
-	inflight map[string]int
+	inflight map[limitKey]int
 	buckets  map[string]*bucket
 	swept    time.Time
 }
@@ -29,12 +29,18 @@ type bucket struct {
 }
 
 func newLimiter() *limiter {
-	return &limiter{inflight: map[string]int{}, buckets: map[string]*bucket{}, swept: time.Now()}
+	return &limiter{inflight: map[limitKey]int{}, buckets: map[string]*bucket{}, swept: time.Now()}
 }
 
-// acquire takes one of max slots of key (max 0: no cap).
-func (l *limiter) acquire(key string, max int) bool {
-	if max <= 0 || key == "" {
+// limitKey names an in-flight counter: a session's or a principal's.
+type limitKey struct {
+	principal bool
+	id        string
+}
+
+// acquire takes one of max slots of key (max 0 or no id: no cap).
+func (l *limiter) acquire(key limitKey, max int) bool {
+	if max <= 0 || key.id == "" {
 		return true
 	}
 	l.mu.Lock()
@@ -46,8 +52,8 @@ func (l *limiter) acquire(key string, max int) bool {
 	return true
 }
 
-func (l *limiter) release(key string, max int) {
-	if max <= 0 || key == "" {
+func (l *limiter) release(key limitKey, max int) {
+	if max <= 0 || key.id == "" {
 		return
 	}
 	l.mu.Lock()
@@ -106,34 +112,37 @@ func (f *Frontend) rateLimited(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// inflightKeys are the counters a forwarded request holds.
-func inflightKeys(r *http.Request, session string) (sessionKey, principalKey string) {
-	if session != "" {
-		sessionKey = "s:" + session
+// slots are the in-flight counters a forwarded request holds (the zero
+// value holds none).
+type slots struct {
+	f                  *Frontend
+	session, principal limitKey
+}
+
+// release gives the slots back; once only (it empties s).
+func (s *slots) release() {
+	if s.f == nil {
+		return
 	}
-	if p := principalOf(r); p != "" {
-		principalKey = "p:" + p
-	}
-	return sessionKey, principalKey
+	s.f.limits.release(s.session, s.f.opts.MaxInFlightPerSession)
+	s.f.limits.release(s.principal, s.f.opts.MaxInFlightPerPrincipal)
+	*s = slots{}
 }
 
 // admit takes the in-flight slots of a forwarded request; it writes the
-// 429 and returns false when one is full. release gives them back.
-func (f *Frontend) admit(w http.ResponseWriter, r *http.Request, id protocol.ID, session string) (release func(), ok bool) {
-	sk, pk := inflightKeys(r, session)
-	if !f.limits.acquire(sk, f.opts.MaxInFlightPerSession) {
+// 429 and returns false when one is full.
+func (f *Frontend) admit(w http.ResponseWriter, r *http.Request, id protocol.ID, session string) (slots, bool) {
+	s := slots{f: f, session: limitKey{id: session}, principal: limitKey{principal: true, id: principalOf(r)}}
+	if !f.limits.acquire(s.session, f.opts.MaxInFlightPerSession) {
 		tooMany(w, id, time.Second, "Too Many Requests: too many requests in flight in this session")
-		return nil, false
+		return slots{}, false
 	}
-	if !f.limits.acquire(pk, f.opts.MaxInFlightPerPrincipal) {
-		f.limits.release(sk, f.opts.MaxInFlightPerSession)
+	if !f.limits.acquire(s.principal, f.opts.MaxInFlightPerPrincipal) {
+		f.limits.release(s.session, f.opts.MaxInFlightPerSession)
 		tooMany(w, id, time.Second, "Too Many Requests: too many requests in flight for this principal")
-		return nil, false
+		return slots{}, false
 	}
-	return func() {
-		f.limits.release(sk, f.opts.MaxInFlightPerSession)
-		f.limits.release(pk, f.opts.MaxInFlightPerPrincipal)
-	}, true
+	return s, true
 }
 
 // Sessions per principal (with Auth): the store keeps, per principal, the

@@ -36,22 +36,22 @@ func TestLimiterAllow(t *testing.T) {
 
 func TestLimiterInFlight(t *testing.T) {
 	l := newLimiter()
-	if !l.acquire("s", 2) || !l.acquire("s", 2) {
+	if !l.acquire(limitKey{id: "s"}, 2) || !l.acquire(limitKey{id: "s"}, 2) {
 		t.Fatal("two slots of 2 refused")
 	}
-	if l.acquire("s", 2) {
+	if l.acquire(limitKey{id: "s"}, 2) {
 		t.Fatal("a third slot of 2 granted")
 	}
-	l.release("s", 2)
-	if !l.acquire("s", 2) {
+	l.release(limitKey{id: "s"}, 2)
+	if !l.acquire(limitKey{id: "s"}, 2) {
 		t.Fatal("a released slot was not reusable")
 	}
-	l.release("s", 2)
-	l.release("s", 2)
+	l.release(limitKey{id: "s"}, 2)
+	l.release(limitKey{id: "s"}, 2)
 	if len(l.inflight) != 0 {
 		t.Fatalf("counters left after every release: %v", l.inflight)
 	}
-	if !l.acquire("", 1) || !l.acquire("x", 0) {
+	if !l.acquire(limitKey{}, 1) || !l.acquire(limitKey{id: "x"}, 0) {
 		t.Fatal("no key or no cap must not limit")
 	}
 }

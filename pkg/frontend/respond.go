@@ -14,7 +14,7 @@ const answerWriteTimeout = 10 * time.Second
 
 // writeJSON writes a JSON body with status, within answerWriteTimeout.
 func writeJSON(w http.ResponseWriter, status int, body []byte, extra func(http.Header)) {
-	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(answerWriteTimeout))
+	setWriteDeadline(w, time.Now().Add(answerWriteTimeout))
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	if extra != nil {

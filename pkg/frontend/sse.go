@@ -175,3 +175,17 @@ func innermost(w http.ResponseWriter) http.ResponseWriter {
 		w = u.Unwrap()
 	}
 }
+
+// setWriteDeadline and setReadDeadline set a deadline on the connection
+// under w, as http.ResponseController does, without allocating one.
+func setWriteDeadline(w http.ResponseWriter, t time.Time) {
+	if d, ok := innermost(w).(interface{ SetWriteDeadline(time.Time) error }); ok {
+		_ = d.SetWriteDeadline(t)
+	}
+}
+
+func setReadDeadline(w http.ResponseWriter, t time.Time) {
+	if d, ok := innermost(w).(interface{ SetReadDeadline(time.Time) error }); ok {
+		_ = d.SetReadDeadline(t)
+	}
+}
