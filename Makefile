@@ -35,6 +35,7 @@ FUZZ_TARGETS := \
 	./pkg/protocol:FuzzDecode \
 	./pkg/protocol:FuzzDecodeDepth \
 	./pkg/protocol:FuzzDecodeHeaderValue \
+	./pkg/protocol:FuzzCheckSizes \
 	./pkg/frontend:FuzzParseEventID \
 	./pkg/frontend:FuzzEventIDRoundTrip \
 	./pkg/stdio:FuzzLineReader \

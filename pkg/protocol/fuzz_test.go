@@ -15,7 +15,8 @@ import (
 
 // Fuzz targets for the hostile-input parsers of this package besides
 // FuzzDecode (message_test.go): the nesting cap of Decode and CheckDepth,
-// and the Mcp-Name / Mcp-Param-* header value decoder. `make fuzz` runs
+// the Mcp-Name / Mcp-Param-* header value decoder and the size caps of
+// CheckSizes. `make fuzz` runs
 // each for a few seconds; `go test` runs their seeds.
 
 // jsonDepth returns the nesting depth of data when it is one valid JSON
@@ -226,6 +227,77 @@ func FuzzDecodeHeaderValue(f *testing.F) {
 			if back, err := protocol.DecodeHeaderValue(enc); err != nil || back != v {
 				t.Fatalf("DecodeHeaderValue(encodeHeaderValue(%q) = %q) = %q, %v", v, enc, back, err)
 			}
+		}
+	})
+}
+
+// sizesOf returns the longest string (as written, escapes included, keys
+// too) and the longest array of data when it is one valid JSON value,
+// computed with encoding/json's tokenizer (a reference independent of
+// CheckSizes' scanner).
+func sizesOf(data []byte) (maxStr, maxArr int, valid bool) {
+	if !json.Valid(data) {
+		return 0, 0, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var arrays []int // element counts of the open arrays; -1 for objects
+	for {
+		before := int(dec.InputOffset())
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			return maxStr, maxArr, true
+		}
+		if err != nil {
+			return 0, 0, false
+		}
+		if n := len(arrays); n > 0 && arrays[n-1] >= 0 && tok != json.Delim(']') {
+			arrays[n-1]++
+			maxArr = max(maxArr, arrays[n-1])
+		}
+		switch tok {
+		case json.Delim('['):
+			arrays = append(arrays, 0)
+		case json.Delim('{'):
+			arrays = append(arrays, -1)
+		case json.Delim(']'), json.Delim('}'):
+			arrays = arrays[:len(arrays)-1]
+		}
+		if _, ok := tok.(string); ok {
+			start := before
+			for data[start] != '"' {
+				start++ // whitespace, ',' or ':' before the string
+			}
+			maxStr = max(maxStr, int(dec.InputOffset())-start-2)
+		}
+	}
+}
+
+func FuzzCheckSizes(f *testing.F) {
+	for _, s := range []string{
+		`{"a":"short","b":[1,2,3]}`, `["aaaaaaaaa"]`, `[1,2,3,4]`, `{"aaaaaaaaa":1}`,
+		`[[1,2,3],[4,5,6,7]]`, `["a\"b\\\"c"]`, `{"requestState":"aaaaaaaaaaaa"}`,
+		`[{},[],"",0,true,null]`, `"\u0000\u0000"`, ` [ 1 , 2 , 3 , 4 ] `, `{"a":{"b":[[],[],[],[]]}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		const maxString, maxArray = 8, 3
+		err := protocol.CheckSizes(data, maxString, maxArray) // never panics, whatever data is
+		if err != nil && !errors.Is(err, protocol.ErrTooLong) {
+			t.Fatalf("error %v is not ErrTooLong", err)
+		}
+		if protocol.CheckSizes(data, 0, 0) != nil {
+			t.Fatal("no caps, yet an error")
+		}
+		if protocol.CheckDepth(data, 64) != nil {
+			return
+		}
+		maxStr, maxArr, valid := sizesOf(data)
+		if !valid {
+			return
+		}
+		if want := maxStr > maxString || maxArr > maxArray; (err != nil) != want {
+			t.Fatalf("CheckSizes(%q) = %v; the longest string is %d bytes, the longest array %d elements", data, err, maxStr, maxArr)
 		}
 	})
 }
