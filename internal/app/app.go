@@ -174,7 +174,7 @@ func RunWorker(ctx context.Context, c *Config) error {
 }
 
 func openStore(ctx context.Context, c *Config) (sessionstore.Store, error) {
-	opts := sessionstore.Options{TTL: c.SessionTTL}
+	opts := sessionstore.Options{TTL: c.SessionTTL, MaxSessions: int(c.MaxSessions), MaxSessionBytes: c.MaxSessionBytes}
 	if c.RedisURL == "" {
 		return sessionstore.NewMemory(&opts)
 	}

@@ -56,6 +56,8 @@ type Config struct {
 	AuthMetadataURL     string
 	// Limits (0: the frontend's default; negative: off).
 	MaxStringBytes          int64
+	MaxSessions             int64 // the memory store's capacity
+	MaxSessionBytes         int64
 	MaxArrayLen             int64
 	MaxInFlightPerSession   int64
 	MaxInFlightPerPrincipal int64
@@ -190,6 +192,8 @@ func Parse(role Role, name string, args []string) (*Config, error) {
 		f.str(&c.NATSURL, "nats-url", "", "NATS URL; empty runs an embedded NATS server")
 		f.str(&c.NATSListen, "nats-listen", "", "expose the embedded NATS server on this address (e.g. 127.0.0.1:4222)")
 		f.str(&c.RedisURL, "redis-url", "", "Redis URL for sessions; empty uses the in-memory store")
+		f.i64(&c.MaxSessions, "max-sessions", 100000, "most live sessions of the in-memory store (503 beyond; negative: no cap)")
+		f.i64(&c.MaxSessionBytes, "max-session-bytes", 256<<20, "most bytes of clientInfo and capabilities the in-memory store keeps (503 beyond; negative: no cap)")
 	case RoleFrontend:
 		f.str(&c.NATSURL, "nats-url", "nats://127.0.0.1:4222", "NATS URL")
 		f.str(&c.RedisURL, "redis-url", "redis://127.0.0.1:6379/0", "Redis URL for sessions")

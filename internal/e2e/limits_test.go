@@ -10,6 +10,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/pkg/auth"
 	"github.com/mcpfleet/mcpfleet/pkg/frontend"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
+	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
 )
 
 // The limits of issue 10, each with its clear error.
@@ -145,4 +146,25 @@ func TestLimits(t *testing.T) {
 	if !limited {
 		t.Fatal("60 requests at once never hit the rate limit (20/s, burst 40)")
 	}
+}
+
+// The in-memory store's capacity: initialize past it is 503 with
+// Retry-After, and a session that ends makes room.
+func TestSessionStoreCapacity(t *testing.T) {
+	ip := testenv.StartInProc(t, testenv.InProcOptions{Store: sessionstore.Options{MaxSessions: 2}})
+	a := testenv.NewClient(t, ip.URL)
+	a.Initialize(nil)
+	b := testenv.NewClient(t, ip.URL)
+	b.Initialize(nil)
+	c := testenv.NewClient(t, ip.URL)
+	r := c.Post(testenv.Request(1, "initialize", testenv.InitParams("2025-11-25", nil)), nil)
+	if r.Status != http.StatusServiceUnavailable || r.ErrorCode() != protocol.CodeInternalError || r.Header.Get("Retry-After") == "" || r.Header.Get("Mcp-Session-Id") != "" {
+		t.Fatalf("a third session of 2: %s", r)
+	}
+	// The sessions in place keep working.
+	a.Call(2, "tools/call", callParams("echo", map[string]any{"text": "still"}))
+	if r := b.Do(http.MethodDelete, ip.URL, nil, nil); r.Status != http.StatusNoContent {
+		t.Fatalf("DELETE: %s", r)
+	}
+	c.Initialize(nil)
 }

@@ -117,8 +117,13 @@ type snapshotCache struct {
 
 var snapshots = &snapshotCache{m: map[string]*SessionInfo{}}
 
-// maxSnapshots bounds the cache; it starts over when full.
-const maxSnapshots = 4096
+// maxSnapshots bounds the cache (it starts over when full), and
+// maxSnapshotBytes the snapshots it keeps: at most about 32 MiB with
+// their decoded forms, whatever capabilities clients declare.
+const (
+	maxSnapshots     = 4096
+	maxSnapshotBytes = 4 << 10
+)
 
 func (c *snapshotCache) decode(raw []byte) (*SessionInfo, error) {
 	c.mu.Lock()
@@ -130,6 +135,9 @@ func (c *snapshotCache) decode(raw []byte) (*SessionInfo, error) {
 	s = new(SessionInfo)
 	if err := json.Unmarshal(raw, s); err != nil {
 		return nil, err
+	}
+	if len(raw) > maxSnapshotBytes {
+		return s, nil // rare and large: not kept
 	}
 	c.mu.Lock()
 	if len(c.m) >= maxSnapshots {

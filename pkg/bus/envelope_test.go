@@ -2,8 +2,10 @@ package bus_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
@@ -295,5 +297,17 @@ func TestDecodeRequestSharesSnapshots(t *testing.T) {
 	}
 	if _, _, err := bus.DecodeRequest([]byte(`{"era":1,"s":{"id":5}}` + "\n{}")); err == nil {
 		t.Error("a malformed snapshot decoded")
+	}
+	// A large snapshot (a client declaring big capabilities) is decoded
+	// each time, not kept: the cache stays small whatever clients declare.
+	h.Session.ClientCapabilities.Experimental = map[string]json.RawMessage{"big": json.RawMessage(`"` + strings.Repeat("x", 8<<10) + `"`)}
+	env3, _ := bus.EncodeRequest(h, []byte(`{}`))
+	d, _, err := bus.DecodeRequest(env3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _, _ := bus.DecodeRequest(env3)
+	if d.Session == e.Session || len(e.Session.ClientCapabilities.Experimental["big"]) < 8<<10 {
+		t.Error("a large snapshot was kept (or lost its content)")
 	}
 }

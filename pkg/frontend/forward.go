@@ -3,7 +3,6 @@ package frontend
 import (
 	"bytes"
 	"context"
-	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -263,10 +262,8 @@ func (ex *exchange) frame(w http.ResponseWriter, fr frame) step {
 	case bus.FrameResponse:
 		payload := fr.payload
 		if e := ex.spec.effect; e != nil {
-			if err := e(payload); errors.Is(err, errTooManySessions) && ex.client == nil {
-				// Another initialize of the principal took the last slot
-				// since the check before forwarding.
-				tooMany(w, ex.spec.msg.ID, time.Minute, sessionCapMessage)
+			if err := e(payload); isCapacity(err) && ex.client == nil {
+				ex.f.sessionNotCreated(w, ex.spec.msg.ID, err)
 				return stepDone
 			} else if err != nil {
 				ex.f.log.Error("frontend: completing a response", "method", ex.spec.msg.Method, "err", err)

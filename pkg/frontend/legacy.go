@@ -215,8 +215,7 @@ func (f *Frontend) initialize(w http.ResponseWriter, r *http.Request, msg *proto
 	// worker does when none is known yet.
 	if resp, ok := f.answerFromCatalog(protocol.EraLegacy, msg, nil); ok {
 		if err := spec.effect(resp); err != nil {
-			f.log.Error("frontend: creating a session", "err", err)
-			writeError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "could not create the session; retry"))
+			f.sessionNotCreated(w, msg.ID, err)
 			return
 		}
 		h := http.Header{}

@@ -255,3 +255,28 @@ func (f *Frontend) checkSizes(msg *protocol.Message, body []byte) error {
 	}
 	return protocol.CheckSizes(body, f.opts.MaxStringBytes, f.opts.MaxArrayLen, "requestState", "inputResponses")
 }
+
+// isCapacity reports whether a session was not created for want of room:
+// the principal's cap, or the store's capacity.
+func isCapacity(err error) bool {
+	return errors.Is(err, errTooManySessions) || errors.Is(err, sessionstore.ErrFull)
+}
+
+// sessionNotCreated answers an initialize whose session could not be
+// stored: 429 at the principal's cap (another initialize took the last
+// slot since the check before forwarding), 503 with Retry-After when the
+// store is full, else 503.
+func (f *Frontend) sessionNotCreated(w http.ResponseWriter, id protocol.ID, err error) {
+	switch {
+	case errors.Is(err, errTooManySessions):
+		tooMany(w, id, time.Minute, sessionCapMessage)
+	case errors.Is(err, sessionstore.ErrFull):
+		f.log.Warn("frontend: the session store is full: initialize refused")
+		w.Header().Set("Retry-After", "60")
+		writeError(w, http.StatusServiceUnavailable, id, protocol.NewError(protocol.CodeInternalError,
+			"Service Unavailable: the server holds the most sessions it may; retry later"))
+	default:
+		f.log.Error("frontend: creating a session", "err", err)
+		writeError(w, http.StatusServiceUnavailable, id, protocol.NewError(protocol.CodeInternalError, "could not create the session; retry"))
+	}
+}

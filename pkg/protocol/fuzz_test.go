@@ -16,8 +16,8 @@ import (
 // Fuzz targets for the hostile-input parsers of this package besides
 // FuzzDecode (message_test.go): the nesting cap of Decode and CheckDepth,
 // the Mcp-Name / Mcp-Param-* header value decoder and the size caps of
-// CheckSizes. `make fuzz` runs
-// each for a few seconds; `go test` runs their seeds.
+// CheckSizes. `make fuzz` runs each for a bounded time; `go test` runs
+// their seeds.
 
 // jsonDepth returns the nesting depth of data when it is one valid JSON
 // value, computed with encoding/json's tokenizer (a reference independent

@@ -21,6 +21,8 @@ import (
 type Memory struct {
 	ttl       time.Duration
 	maxEvents int
+	maxCount  int   // MaxSessions; <= 0: no cap
+	maxBytes  int64 // MaxSessionBytes; <= 0: no cap
 
 	closeOnce   sync.Once
 	stop        chan struct{} // closed by Close: tells the janitor to return
@@ -32,6 +34,8 @@ type Memory struct {
 	// the past is dead: it is never returned, and whoever finds it removes
 	// it.
 	sessions map[string]*memSession
+	// bytes is the sum of the sessions' info and caps.
+	bytes int64
 
 	once    onceKeys   // UseOnce's registry, with its own lock
 	records memRecords // CreateRecord's table, with its own lock
@@ -86,6 +90,8 @@ func NewMemory(opts *Options) (*Memory, error) {
 	m := &Memory{
 		ttl:         o.TTL,
 		maxEvents:   o.MaxEvents,
+		maxCount:    o.MaxSessions,
+		maxBytes:    o.MaxSessionBytes,
 		stop:        make(chan struct{}),
 		janitorDone: make(chan struct{}),
 		sessions:    make(map[string]*memSession),
@@ -114,9 +120,14 @@ func (m *Memory) janitor(interval time.Duration) {
 func (m *Memory) sweep(now time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.sweepLocked(now)
+}
+
+// sweepLocked is sweep with m.mu held.
+func (m *Memory) sweepLocked(now time.Time) {
 	for id, s := range m.sessions {
 		if !now.Before(s.expires) {
-			delete(m.sessions, id)
+			m.remove(id, s)
 			continue
 		}
 		for rid, c := range s.claims {
@@ -135,10 +146,29 @@ func (m *Memory) live(id string, now time.Time) *memSession {
 		return nil
 	}
 	if !now.Before(s.expires) {
-		delete(m.sessions, id)
+		m.remove(id, s)
 		return nil
 	}
 	return s
+}
+
+// remove forgets session id, whose entry is s. The caller holds m.mu.
+func (m *Memory) remove(id string, s *memSession) {
+	delete(m.sessions, id)
+	m.bytes -= int64(len(s.info) + len(s.caps))
+}
+
+// full reports whether a session declaring size bytes would exceed the
+// capacity, once the expired sessions are gone. The caller holds m.mu.
+func (m *Memory) full(size int64, now time.Time) bool {
+	over := func() bool {
+		return m.maxCount > 0 && len(m.sessions) >= m.maxCount || m.maxBytes > 0 && m.bytes+size > m.maxBytes
+	}
+	if !over() {
+		return false
+	}
+	m.sweepLocked(now)
+	return over()
 }
 
 // touch slides the expiry of s and records the access. The caller holds
@@ -166,6 +196,11 @@ func (m *Memory) Create(ctx context.Context, s *Session) error {
 	if m.live(s.ID, now) != nil {
 		return fmt.Errorf("sessionstore: create %q: %w", shortID(s.ID), ErrExists)
 	}
+	size := int64(len(info) + len(caps))
+	if m.full(size, now) {
+		return fmt.Errorf("sessionstore: create %q: %w", shortID(s.ID), ErrFull)
+	}
+	m.bytes += size
 	ms := &memSession{rec: *s, info: info, caps: caps}
 	ms.rec.ClientInfo = protocol.Implementation{}
 	ms.rec.ClientCapabilities = protocol.ClientCapabilities{}
@@ -274,10 +309,11 @@ func (m *Memory) Delete(ctx context.Context, id string) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.live(id, time.Now()) == nil {
+	s := m.live(id, time.Now())
+	if s == nil {
 		return fmt.Errorf("sessionstore: delete %q: %w", shortID(id), ErrNotFound)
 	}
-	delete(m.sessions, id)
+	m.remove(id, s)
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -133,5 +134,54 @@ func TestMemoryCloseStopsJanitor(t *testing.T) {
 		if err := m.Close(ctx); err != nil {
 			t.Fatalf("Close after Close: %v", err)
 		}
+	}
+}
+
+// TestMemoryCapacity: Create refuses past MaxSessions or MaxSessionBytes
+// with ErrFull; a deleted or expired session frees its room.
+func TestMemoryCapacity(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	m := newMemoryForTest(t, Options{MaxSessions: 3, TTL: time.Hour})
+	var ids []string
+	for range 3 {
+		s := &Session{ID: NewID()}
+		mustCreate(t, m, s)
+		ids = append(ids, s.ID)
+	}
+	if err := m.Create(ctx, &Session{ID: NewID()}); !errors.Is(err, ErrFull) {
+		t.Fatalf("a 4th session of 3: %v, want ErrFull", err)
+	}
+	if err := m.Delete(ctx, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, m, &Session{ID: NewID()})
+
+	// Bytes: what clients declare counts, and an expired session's room
+	// is taken back at once.
+	b := newMemoryForTest(t, Options{MaxSessionBytes: 3000, TTL: 50 * time.Millisecond})
+	big := func() *Session {
+		s := &Session{ID: NewID()}
+		s.ClientInfo.Name = strings.Repeat("n", 1000)
+		return s
+	}
+	mustCreate(t, b, big())
+	mustCreate(t, b, big())
+	if err := b.Create(ctx, big()); !errors.Is(err, ErrFull) {
+		t.Fatalf("a 3rd session declaring 1000 bytes of 3000: %v, want ErrFull", err)
+	}
+	time.Sleep(60 * time.Millisecond)
+	mustCreate(t, b, big())
+	b.mu.Lock()
+	n, bytes := len(b.sessions), b.bytes
+	b.mu.Unlock()
+	if n != 1 || bytes <= 1000 || bytes > 1500 {
+		t.Fatalf("after the expiry: %d sessions, %d bytes counted; want 1 and its own bytes", n, bytes)
+	}
+
+	// No cap.
+	u := newMemoryForTest(t, Options{MaxSessions: -1, MaxSessionBytes: -1})
+	for range 10 {
+		mustCreate(t, u, big())
 	}
 }

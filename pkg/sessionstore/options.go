@@ -32,6 +32,12 @@ func resolve(opts *Options) (Options, error) {
 	if o.MaxEvents == 0 {
 		o.MaxEvents = DefaultMaxEvents
 	}
+	if o.MaxSessions == 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.MaxSessionBytes == 0 {
+		o.MaxSessionBytes = DefaultMaxSessionBytes
+	}
 	return o, nil
 }
 

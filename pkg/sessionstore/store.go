@@ -24,6 +24,9 @@ var (
 	ErrNotFound = errors.New("sessionstore: session not found")
 	// ErrExists means Create was given an id that is already in use.
 	ErrExists = errors.New("sessionstore: session already exists")
+	// ErrFull means Create found the store at its capacity (a Memory
+	// store's MaxSessions or MaxSessionBytes).
+	ErrFull = errors.New("sessionstore: the store holds the most sessions it may")
 	// ErrUsed means UseOnce was already called with the key.
 	ErrUsed = errors.New("sessionstore: already used")
 	// ErrEventsPurged means the events after the given index are no longer
@@ -58,7 +61,21 @@ type Options struct {
 	// MaxEvents caps each stream's event log; older events are dropped.
 	// Zero means DefaultMaxEvents; negative is invalid.
 	MaxEvents int
+	// MaxSessions and MaxSessionBytes bound a [Memory] store: the live
+	// sessions, and the bytes of what their clients declared (clientInfo
+	// and capabilities). Create fails with ErrFull beyond either. Zero
+	// means DefaultMaxSessions and DefaultMaxSessionBytes; negative means
+	// no cap. The Redis store ignores them: bound Redis with maxmemory.
+	MaxSessions     int
+	MaxSessionBytes int64
 }
+
+// Defaults of the memory store's capacity: about 100 MiB of sessions
+// with typical declarations, at most DefaultMaxSessionBytes more.
+const (
+	DefaultMaxSessions     = 100000
+	DefaultMaxSessionBytes = 256 << 20
+)
 
 // Session is a legacy session record.
 type Session struct {
