@@ -177,7 +177,7 @@ func Parse(role Role, name string, args []string) (*Config, error) {
 		f.list(&c.AuthServers, "auth-authorization-servers", "authorization servers listed in the protected-resource metadata (default: the issuer)")
 		f.str(&c.AuthMetadataURL, "auth-metadata-url", "", "absolute URL of /.well-known/oauth-protected-resource named in WWW-Authenticate (default: derived from the request)")
 		f.i64(&c.MaxStringBytes, "max-string-bytes", 0, "largest string in a message (0: 2 MiB; negative: no cap)")
-		f.i64(&c.MaxArrayLen, "max-array-len", 0, "longest array in a message (0: 10000; negative: no cap)")
+		f.i64(&c.MaxArrayLen, "max-array-len", 0, "most elements of an array or members of an object in a message (0: 10000; negative: no cap)")
 		f.i64(&c.MaxInFlightPerSession, "max-inflight-per-session", 0, "requests a legacy session may have running through one frontend (0: 64; negative: no cap)")
 		f.i64(&c.MaxInFlightPerPrincipal, "max-inflight-per-principal", 0, "requests a principal may have running through one frontend, with authentication (0: 256; negative: no cap)")
 		f.i64(&c.RatePerPrincipal, "rate-per-principal", 0, "requests per second per principal on one frontend, with authentication (0: 50; negative: no limit)")

@@ -81,7 +81,8 @@ type Options struct {
 	// negative.
 	//
 	// MaxStringBytes caps a string in a message (default 2 MiB) and
-	// MaxArrayLen an array (default 10000): 400 beyond.
+	// MaxArrayLen the elements of an array or the members of an object
+	// (default 10000): 400 beyond.
 	MaxStringBytes int
 	MaxArrayLen    int
 	// MaxInFlightPerSession (default 64) and MaxInFlightPerPrincipal

@@ -232,15 +232,19 @@ func FuzzDecodeHeaderValue(f *testing.F) {
 }
 
 // sizesOf returns the longest string (as written, escapes included, keys
-// too) and the longest array of data when it is one valid JSON value,
-// computed with encoding/json's tokenizer (a reference independent of
-// CheckSizes' scanner).
+// too) and the largest container (array elements or object members) of
+// data when it is one valid JSON value, computed with encoding/json's
+// tokenizer (a reference independent of CheckSizes' scanner).
 func sizesOf(data []byte) (maxStr, maxArr int, valid bool) {
 	if !json.Valid(data) {
 		return 0, 0, false
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
-	var arrays []int // element counts of the open arrays; -1 for objects
+	type container struct {
+		object, wantKey bool
+		n               int
+	}
+	var open []*container
 	for {
 		before := int(dec.InputOffset())
 		tok, err := dec.Token()
@@ -250,17 +254,17 @@ func sizesOf(data []byte) (maxStr, maxArr int, valid bool) {
 		if err != nil {
 			return 0, 0, false
 		}
-		if n := len(arrays); n > 0 && arrays[n-1] >= 0 && tok != json.Delim(']') {
-			arrays[n-1]++
-			maxArr = max(maxArr, arrays[n-1])
+		var top *container
+		if len(open) > 0 {
+			top = open[len(open)-1]
 		}
-		switch tok {
-		case json.Delim('['):
-			arrays = append(arrays, 0)
-		case json.Delim('{'):
-			arrays = append(arrays, -1)
-		case json.Delim(']'), json.Delim('}'):
-			arrays = arrays[:len(arrays)-1]
+		isKey := top != nil && top.object && top.wantKey
+		if top != nil && tok != json.Delim(']') && tok != json.Delim('}') && (!top.object || isKey) {
+			top.n++
+			maxArr = max(maxArr, top.n)
+		}
+		if isKey {
+			top.wantKey = false
 		}
 		if _, ok := tok.(string); ok {
 			start := before
@@ -269,6 +273,21 @@ func sizesOf(data []byte) (maxStr, maxArr int, valid bool) {
 			}
 			maxStr = max(maxStr, int(dec.InputOffset())-start-2)
 		}
+		switch tok {
+		case json.Delim('['), json.Delim('{'):
+			open = append(open, &container{object: tok == json.Delim('{'), wantKey: true})
+			continue
+		case json.Delim(']'), json.Delim('}'):
+			open = open[:len(open)-1]
+		default:
+			if isKey {
+				continue // its value comes next
+			}
+		}
+		// A value ended: an object that holds it wants its next key.
+		if len(open) > 0 && open[len(open)-1].object {
+			open[len(open)-1].wantKey = true
+		}
 	}
 }
 
@@ -276,7 +295,7 @@ func FuzzCheckSizes(f *testing.F) {
 	for _, s := range []string{
 		`{"a":"short","b":[1,2,3]}`, `["aaaaaaaaa"]`, `[1,2,3,4]`, `{"aaaaaaaaa":1}`,
 		`[[1,2,3],[4,5,6,7]]`, `["a\"b\\\"c"]`, `{"requestState":"aaaaaaaaaaaa"}`,
-		`[{},[],"",0,true,null]`, `"\u0000\u0000"`, ` [ 1 , 2 , 3 , 4 ] `, `{"a":{"b":[[],[],[],[]]}}`,
+		`[{},[],"",0,true,null]`, `{"a":1,"b":2,"c":3,"d":4}`, `"\u0000\u0000"`, ` [ 1 , 2 , 3 , 4 ] `, `{"a":{"b":[[],[],[],[]]}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -297,7 +316,7 @@ func FuzzCheckSizes(f *testing.F) {
 			return
 		}
 		if want := maxStr > maxString || maxArr > maxArray; (err != nil) != want {
-			t.Fatalf("CheckSizes(%q) = %v; the longest string is %d bytes, the longest array %d elements", data, err, maxStr, maxArr)
+			t.Fatalf("CheckSizes(%q) = %v; the longest string is %d bytes, the largest container %d elements", data, err, maxStr, maxArr)
 		}
 	})
 }

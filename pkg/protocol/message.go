@@ -307,18 +307,24 @@ func EncodeNotification(method string, params any) ([]byte, error) {
 var ErrTooLong = errors.New("protocol: a string or an array is over the size limit")
 
 // CheckSizes scans JSON data for strings longer than maxString bytes (as
-// written, escapes included) and arrays of more than maxArray elements; a
-// cap of 0 or less is not checked. The values of the object members named
-// in exempt (anywhere in data, whatever they hold) are not checked. data
-// is assumed well-formed enough to scan (run it after CheckDepth, which
+// written, escapes included; member names too) and for arrays of more
+// than maxArray elements or objects of more than maxArray members; a cap
+// of 0 or less is not checked. The values of the object members named in
+// exempt (anywhere in data, whatever they hold) are not checked. data is
+// assumed well-formed enough to scan (run it after CheckDepth, which
 // bounds the nesting).
 func CheckSizes(data []byte, maxString, maxArray int, exempt ...string) error {
 	if (maxString <= 0 || len(data) <= maxString) && (maxArray <= 0 || len(data) <= 2*maxArray) {
 		return nil // too short to hold either
 	}
-	// counts holds, per open container, -1 for an object, else the number
-	// of array elements seen so far (commas + 1 once non-empty).
-	var counts []int
+	// open holds, per open container, whether it is an object and how
+	// many elements or members it has shown so far (commas + 1 once
+	// non-empty).
+	type container struct {
+		object bool
+		n      int
+	}
+	var open []container
 	var (
 		inStr      bool
 		isKey      bool // the string being read is a member name
@@ -328,12 +334,13 @@ func CheckSizes(data []byte, maxString, maxArray int, exempt ...string) error {
 		exemptAt   = -1 // >= 0: inside an exempt container opened at that depth
 		start      int
 	)
-	inExempt := func() bool { return exemptAt >= 0 && len(counts) > exemptAt }
-	valueStarts := func() {
-		if n := len(counts); n > 0 && counts[n-1] == 0 {
-			counts[n-1] = 1
+	inExempt := func() bool { return exemptAt >= 0 && len(open) > exemptAt }
+	// first marks the first element (a value in an array) or member (a
+	// name in an object) of the innermost container.
+	first := func(object bool) {
+		if n := len(open); n > 0 && open[n-1].object == object && open[n-1].n == 0 {
+			open[n-1].n = 1
 		}
-		afterColon = false
 	}
 	for i := 0; i < len(data); i++ {
 		c := data[i]
@@ -354,37 +361,40 @@ func CheckSizes(data []byte, maxString, maxArray int, exempt ...string) error {
 		}
 		switch c {
 		case '"':
-			isKey = len(counts) > 0 && counts[len(counts)-1] == -1 && !afterColon
+			isKey = len(open) > 0 && open[len(open)-1].object && !afterColon
 			skipStr = false
-			if !isKey {
+			if isKey {
+				first(true)
+			} else {
 				skipStr, exemptNext = exemptNext, false
-				valueStarts()
+				first(false)
 			}
+			afterColon = false
 			inStr, start = true, i
 		case '{', '[':
-			valueStarts()
+			first(false)
+			afterColon = false
 			if exemptNext && exemptAt < 0 {
-				exemptAt = len(counts)
+				exemptAt = len(open)
 			}
 			exemptNext = false
-			if c == '{' {
-				counts = append(counts, -1)
-			} else {
-				counts = append(counts, 0)
-			}
+			open = append(open, container{object: c == '{'})
 		case '}', ']':
-			if len(counts) > 0 {
-				counts = counts[:len(counts)-1]
+			if len(open) > 0 {
+				open = open[:len(open)-1]
 			}
-			if exemptAt >= 0 && len(counts) <= exemptAt {
+			if exemptAt >= 0 && len(open) <= exemptAt {
 				exemptAt = -1
 			}
 			afterColon = false
 		case ',':
 			afterColon = false
-			if n := len(counts); n > 0 && counts[n-1] >= 0 && !inExempt() {
-				counts[n-1]++
-				if maxArray > 0 && counts[n-1] > maxArray {
+			if n := len(open); n > 0 && !inExempt() {
+				open[n-1].n++
+				if maxArray > 0 && open[n-1].n > maxArray {
+					if open[n-1].object {
+						return fmt.Errorf("%w: an object of more than %d members", ErrTooLong, maxArray)
+					}
 					return fmt.Errorf("%w: an array of more than %d elements", ErrTooLong, maxArray)
 				}
 			}
@@ -393,7 +403,8 @@ func CheckSizes(data []byte, maxString, maxArray int, exempt ...string) error {
 		case ' ', '\t', '\r', '\n':
 		default:
 			// a number, true, false or null
-			valueStarts()
+			first(false)
+			afterColon = false
 			exemptNext = false
 		}
 	}
