@@ -161,6 +161,24 @@ func TestAuthentication(t *testing.T) {
 	if v := getTask(t, am, 3, task.TaskID); v.Status != "working" {
 		t.Fatalf("alice's own task: %+v", v)
 	}
+	// A listen stream naming alice's task: honoured for alice, dropped
+	// from bob's acknowledged filter (its notifications carry the result).
+	for _, who := range []struct {
+		c    *testenv.Client
+		name string
+		want bool
+	}{{am, "alice", true}, {bm, "bob", false}} {
+		msg, hdr := testenv.ModernRequest("watch-"+who.name, "subscriptions/listen", map[string]any{"notifications": map[string]any{"taskIds": []string{task.TaskID}}}, tasksCaps)
+		s := who.c.PostStream(msg, hdr)
+		if s.Status != 200 {
+			t.Fatalf("%s's listen: HTTP %d %s", who.name, s.Status, s.Body)
+		}
+		_, ack := s.NextMessage(t, 10*time.Second)
+		if ack.Method != "notifications/subscriptions/acknowledged" || strings.Contains(string(ack.Params), task.TaskID) != who.want {
+			t.Fatalf("%s's listen on alice's task: %s %s", who.name, ack.Method, ack.Params)
+		}
+		s.Close()
+	}
 	modern(t, am, 4, "tasks/cancel", map[string]any{"taskId": task.TaskID}, tasksCaps, nil)
 	caps := map[string]any{"elicitation": map[string]any{}}
 	r := modern(t, am, 5, "tools/call", map[string]any{"name": "test_input_required_result_elicitation"}, caps, nil)
@@ -171,6 +189,11 @@ func TestAuthentication(t *testing.T) {
 	retry := map[string]any{"name": "test_input_required_result_elicitation", "requestState": ir.RequestState,
 		"inputResponses": map[string]any{"user_name": map[string]any{"action": "accept", "content": map[string]any{"name": "Mallory"}}}}
 	wantError(t, modern(t, bm, 6, "tools/call", retry, caps, nil), 200, protocol.CodeInvalidParams)
+	// Bob's refused attempt did not use alice's state up: her retry works.
+	retry["inputResponses"] = map[string]any{"user_name": map[string]any{"action": "accept", "content": map[string]any{"name": "Alice"}}}
+	if r := modern(t, am, 7, "tools/call", retry, caps, nil); r.Response() == nil || r.Response().Error != nil {
+		t.Fatalf("alice's retry after bob's attempt: %s", r)
+	}
 }
 
 func resultTextOf(t *testing.T, raw json.RawMessage) string {

@@ -1707,6 +1707,16 @@ func TestHostileGarbage(t *testing.T) {
 	get := func(extra ...string) []byte { return hostileReq("GET", "/mcp", srv.getHdr(sess, extra...), nil) }
 	base := srv.postHdr(sess)
 	echo := func(id int, text string) []byte { return hostileEcho(id, text) }
+	// A 2026-07-28 call of test_x_mcp_header with region in the body and
+	// the Mcp-Param-Region header once or twice.
+	paramTwice := func(first, second, body string) []byte {
+		msg, hdr := testenv.ModernRequest(90, "tools/call", map[string]any{"name": "test_x_mcp_header", "arguments": map[string]any{"region": body}}, nil)
+		lines := append(srv.modernHdr(hdr), "Mcp-Param-Region: "+first)
+		if second != "" {
+			lines = append(lines, "Mcp-Param-Region: "+second)
+		}
+		return postH(lines, hostileJSON(msg))
+	}
 
 	binary := make([]byte, 64<<10)
 	x := uint32(2463534242)
@@ -1806,6 +1816,14 @@ func TestHostileGarbage(t *testing.T) {
 		{name: "framing", input: "HTTP/9.9", req: []byte("GET /mcp HTTP/9.9\r\nHost: " + h + "\r\n\r\n"), want: hostileExpectHTTP(505)},
 		{name: "framing", input: "10,000 extra headers (X-N: n)", req: postH(append(append([]string(nil), base...), hostileManyHeaders(10000)...), echo(45, "hd")), want: hostileExpectEcho(2)},
 		{name: "framing", input: "header name with a space", req: postH(append(base, "Bad Name: x"), echo(46, "x")), want: hostileExpectHTTP(400)},
+		{name: "param header", input: "Mcp-Param-Region sent twice (eu, then us), body eu", req: paramTwice("eu", "us", "eu"), want: hostileExpect(400, -32020)},
+		{name: "param header", input: "Mcp-Param-Region sent twice (us, then eu), body eu", req: paramTwice("us", "eu", "eu"), want: hostileExpect(400, -32020)},
+		{name: "param header", input: "Mcp-Param-Region once (eu), body eu", req: paramTwice("eu", "", "eu"), want: func(r hostileResp) error {
+			if r.status != 200 || r.code != 0 || r.result == nil {
+				return errors.New("want HTTP 200 with a result")
+			}
+			return nil
+		}},
 		{name: "method", input: "PUT", req: hostileReq("PUT", "/mcp", base, echo(47, "x")), want: hostileExpect(405, -32600)},
 		{name: "method", input: "OPTIONS", req: hostileReq("OPTIONS", "/mcp", []string{"Host: " + h}, nil), want: hostileExpect(405, -32600)},
 		{name: "method", input: "FOO (unknown method)", req: hostileReq("FOO", "/mcp", []string{"Host: " + h}, nil)},

@@ -86,6 +86,22 @@ func TestLimits(t *testing.T) {
 			t.Fatalf("the detached requests' slots were not freed: %s", r)
 		}
 	}
+	// Resuming a stream (Last-Event-ID) holds a slot like the request it
+	// resumes: one request and its resumption fill the cap of 2.
+	s := a.PostStream(testenv.Request(34, "tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 1500}, "_meta": map[string]any{"progressToken": 34}}), nil)
+	ev := s.Next(t, 10*time.Second)
+	if ev.ID == "" {
+		t.Fatalf("the first event of a POST stream has no id: %+v", ev)
+	}
+	g1 := a.OpenGet(map[string]string{"Last-Event-ID": ev.ID})
+	if g1.Status != 200 {
+		t.Fatalf("a resumption under the cap: HTTP %d %s", g1.Status, g1.Body)
+	}
+	if g2 := a.OpenGet(map[string]string{"Last-Event-ID": ev.ID}); g2.Status != http.StatusTooManyRequests {
+		t.Fatalf("a second resumption with the session's 2 slots taken: HTTP %d %s", g2.Status, g2.Body)
+	}
+	expectEnd(t, g1)
+	s.Close()
 
 	// Requests in flight per principal (3), across sessionless requests:
 	// the fourth is 429.
@@ -128,7 +144,7 @@ func TestLimits(t *testing.T) {
 
 	// Listen streams per principal: the second is 429.
 	m := authClient(t, ip.URL, alice, true)
-	s, _ := openListen(t, m, 1, map[string]any{"toolsListChanged": true})
+	s, _ = openListen(t, m, 1, map[string]any{"toolsListChanged": true})
 	msg, hdr = testenv.ModernRequest(2, "subscriptions/listen", map[string]any{"notifications": map[string]any{"toolsListChanged": true}}, nil)
 	if r := m.Post(msg, hdr); r.Status != http.StatusTooManyRequests {
 		t.Fatalf("a second listen stream (cap 1): %s", r)
@@ -167,4 +183,32 @@ func TestSessionStoreCapacity(t *testing.T) {
 		t.Fatalf("DELETE: %s", r)
 	}
 	c.Initialize(nil)
+}
+
+// A legacy session's resource subscriptions are capped, and so is the
+// length of a subscribed URI.
+func TestSubscriptionCaps(t *testing.T) {
+	ip := testenv.StartInProc(t, testenv.InProcOptions{Frontend: frontend.Options{MaxSubscriptionsPerSession: 2}})
+	c := testenv.NewClient(t, ip.URL)
+	c.Initialize(nil)
+	sub := func(id int, uri string) *testenv.Reply {
+		return c.Post(testenv.Request(id, "resources/subscribe", map[string]any{"uri": uri}), nil)
+	}
+	for i, u := range []string{"test://a", "test://b", "test://a"} { // the second "a" is already held
+		if r := sub(i+1, u); r.Status != 200 || r.ErrorCode() != 0 {
+			t.Fatalf("subscribe %s: %s", u, r)
+		}
+	}
+	if r := sub(4, "test://c"); r.ErrorCode() != protocol.CodeInvalidParams || !strings.Contains(r.String(), "most allowed") {
+		t.Fatalf("a third subscription (cap 2): %s", r)
+	}
+	if r := c.Post(testenv.Request(5, "resources/unsubscribe", map[string]any{"uri": "test://b"}), nil); r.ErrorCode() != 0 {
+		t.Fatalf("unsubscribe: %s", r)
+	}
+	if r := sub(6, "test://c"); r.ErrorCode() != 0 {
+		t.Fatalf("subscribe after an unsubscribe: %s", r)
+	}
+	if r := sub(7, "test://"+strings.Repeat("u", 5000)); r.ErrorCode() != protocol.CodeInvalidParams {
+		t.Fatalf("a 5 KB uri: %s", r)
+	}
 }

@@ -102,6 +102,10 @@ type Options struct {
 	// a session keeps the client's capabilities and clientInfo for its
 	// life. -32602 beyond.
 	MaxInitializeBytes int
+	// MaxSubscriptionsPerSession caps a legacy session's resource
+	// subscriptions (default 1000; each is a bus subscription wherever
+	// its GET stream is): -32602 beyond.
+	MaxSubscriptionsPerSession int
 	// SessionTTL is the store's idle lifetime of a session (default 30
 	// min): a principal's session count forgets a session that long after
 	// its creation.
@@ -221,6 +225,7 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 	defaultInt(&opts.MaxSessionsPerPrincipal, 100)
 	defaultInt(&opts.MaxListenPerPrincipal, 32)
 	defaultInt(&opts.MaxInitializeBytes, 64<<10)
+	defaultInt(&opts.MaxSubscriptionsPerSession, 1000)
 	if opts.SessionTTL <= 0 {
 		opts.SessionTTL = 30 * time.Minute
 	}

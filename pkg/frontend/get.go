@@ -208,6 +208,13 @@ func (f *Frontend) storeErr(w http.ResponseWriter, err error) bool {
 // frontend takes the stream over: it subscribes to the worker's frames for
 // the stream and logs and writes them itself.
 func (f *Frontend) resumePost(w http.ResponseWriter, r *http.Request, sess *sessionstore.Session, stream string, after uint64) {
+	// A resumed stream waits like the request it resumes: it holds the
+	// session's in-flight slots.
+	held, ok := f.admit(w, r, protocol.ID{}, sess.ID)
+	if !ok {
+		return
+	}
+	defer held.release()
 	fe, busID, _ := splitPostStream(stream)
 	ch := make(chan *nats.Msg, 4*f.opts.StreamBuffer)
 	var subs []*nats.Subscription

@@ -280,6 +280,13 @@ func (f *Frontend) legacyRequest(w http.ResponseWriter, r *http.Request, sess *s
 		writeError(w, http.StatusOK, msg.ID, rt.local)
 		return
 	}
+	if msg.Method == protocol.MethodResourcesSubscribe {
+		if e := f.subscriptionRoom(r, sess.ID, head); e != nil {
+			f.release(c)
+			writeError(w, http.StatusOK, msg.ID, e)
+			return
+		}
+	}
 	spec := &forwardSpec{era: protocol.EraLegacy, msg: msg, session: snapshot(sess), subject: rt.subject, claim: c}
 	if msg.Method == protocol.MethodResourcesSubscribe || msg.Method == protocol.MethodResourcesUnsubscribe {
 		// The worker validates (capability, author hook); on success the

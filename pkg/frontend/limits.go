@@ -280,3 +280,26 @@ func (f *Frontend) sessionNotCreated(w http.ResponseWriter, id protocol.ID, err 
 		writeError(w, http.StatusServiceUnavailable, id, protocol.NewError(protocol.CodeInternalError, "could not create the session; retry"))
 	}
 }
+
+// subscriptionRoom checks a resources/subscribe before it is forwarded:
+// its URI at most maxURILen bytes, and room in the session for one more.
+func (f *Frontend) subscriptionRoom(r *http.Request, session string, head *protocol.ParamsHead) *protocol.Error {
+	if head.URI == nil {
+		return nil // the worker answers the missing uri
+	}
+	if len(*head.URI) > maxURILen {
+		return protocol.NewError(protocol.CodeInvalidParams, "invalid params: the uri is longer than %d bytes", maxURILen)
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
+	defer cancel()
+	uris, err := f.opts.Store.Subscriptions(ctx, session)
+	if err != nil || f.opts.MaxSubscriptionsPerSession <= 0 || len(uris) < f.opts.MaxSubscriptionsPerSession {
+		return nil // a store error shows when the subscription is recorded
+	}
+	for _, u := range uris {
+		if u == *head.URI {
+			return nil // already subscribed
+		}
+	}
+	return protocol.NewError(protocol.CodeInvalidParams, "invalid params: this session holds %d resource subscriptions, the most allowed; unsubscribe from one first", len(uris))
+}

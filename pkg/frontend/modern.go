@@ -11,6 +11,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/pkg/listen"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
+	"github.com/mcpfleet/mcpfleet/pkg/tasks"
 )
 
 // postModern serves a 2026-07-28 request: self-contained, no session.
@@ -49,10 +50,16 @@ func (f *Frontend) postModern(w http.ResponseWriter, r *http.Request, msg *proto
 	if head.RequestState != nil {
 		// A requestState is single-use, whichever frontend and worker see
 		// its retries: a replayed one is refused before any handler runs.
+		// The use is the caller's: another principal presenting the state
+		// (which the worker then refuses) does not use it up.
 		ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
-		err := f.opts.Store.UseOnce(ctx, "mrtr:"+*head.RequestState, f.opts.StateTTL)
+		err := f.opts.Store.UseOnce(ctx, "mrtr:"+principalOf(r)+"\x00"+*head.RequestState, f.opts.StateTTL)
 		cancel()
 		switch {
+		case errors.Is(err, sessionstore.ErrFull):
+			w.Header().Set("Retry-After", "60")
+			writeError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "Service Unavailable: too many multi-round requests in flight; retry later"))
+			return
 		case errors.Is(err, sessionstore.ErrUsed):
 			writeError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: this requestState was already used"))
 			return
@@ -163,7 +170,11 @@ func paramHeaders(r *http.Request) map[string]string {
 			if out == nil {
 				out = map[string]string{}
 			}
-			out[strings.ToLower(k[len("Mcp-Param-"):])] = strings.TrimSpace(vs[0])
+			v := strings.TrimSpace(vs[0])
+			if len(vs) > 1 {
+				v = "\x00(sent several times)" // as headerValue: never matches
+			}
+			out[strings.ToLower(k[len("Mcp-Param-"):])] = v
 		}
 	}
 	return out
@@ -211,7 +222,23 @@ func (f *Frontend) serveListen(w http.ResponseWriter, r *http.Request, msg *prot
 		writeError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: at most %d taskIds per listen stream (got %d)", maxListenURIs, n))
 		return
 	}
-	ls, err := f.reg.OpenListen(clientKey(r), msg.ID, listen.Honoured(p.Notifications, tasks))
+	for _, id := range p.Notifications.TaskIDs {
+		if len(id) > maxTaskIDLen {
+			writeError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: a taskIds entry is longer than %d bytes", maxTaskIDLen))
+			return
+		}
+	}
+	filter := listen.Honoured(p.Notifications, tasks)
+	if len(filter.TaskIDs) > 0 {
+		owned, err := f.ownTasks(r, filter.TaskIDs)
+		if err != nil {
+			f.log.Warn("frontend: checking a listen stream's tasks", "err", err)
+			writeError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "store unavailable; retry"))
+			return
+		}
+		filter.TaskIDs = owned
+	}
+	ls, err := f.reg.OpenListen(clientKey(r), msg.ID, filter)
 	switch {
 	case errors.Is(err, listen.ErrTooMany):
 		writeError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "too many listen streams on this server; retry later"))
@@ -278,7 +305,30 @@ func (f *Frontend) serveListen(w http.ResponseWriter, r *http.Request, msg *prot
 const (
 	maxListenURIs = 256
 	maxURILen     = 4096
+	maxTaskIDLen  = 256 // task ids this server makes are 26 bytes
 )
+
+// ownTasks returns the ids of ids that name tasks of the caller's
+// principal: another principal's task, a legacy session's task or an
+// unknown id is dropped from the acknowledged filter, as if it did not
+// exist (its notifications would carry its result).
+func (f *Frontend) ownTasks(r *http.Request, ids []string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(r.Context(), taskTimeout)
+	defer cancel()
+	principal := principalOf(r)
+	owned := ids[:0:0]
+	for _, id := range ids {
+		_, _, err := tasks.Get(ctx, f.opts.Store, id, principal)
+		switch {
+		case err == nil:
+			owned = append(owned, id)
+		case errors.Is(err, tasks.ErrNotFound):
+		default:
+			return nil, err
+		}
+	}
+	return owned, nil
+}
 
 // clientKey names the client of a listen stream for duplicate detection:
 // its connection (stateless HTTP has no other identity without auth).

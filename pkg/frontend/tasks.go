@@ -303,6 +303,12 @@ func (f *Frontend) legacyTask(w http.ResponseWriter, r *http.Request, sessionID 
 	}
 	principal := tasks.SessionPrincipal(sessionID)
 	if msg.Method == protocol.MethodTasksResult {
+		// It waits, possibly long: it holds the session's in-flight slots.
+		held, ok := f.admit(w, r, msg.ID, sessionID)
+		if !ok {
+			return
+		}
+		defer held.release()
 		f.legacyTaskResult(w, r, msg, p.TaskID, principal)
 		return
 	}

@@ -53,6 +53,8 @@ type memSession struct {
 	expires    time.Time
 	subs       map[string]struct{}
 	logs       map[string]*memLog
+	logBytes   int    // the sum of the logs' bytes
+	logSeq     uint64 // the last append's sequence number
 	// claims maps the request ids claimed by Begin to their claims. An
 	// entry whose expires is in the past is dead, like a dead session.
 	claims map[string]memClaim
@@ -71,7 +73,21 @@ type memLog struct {
 	// events holds indices newest-len(events)+1 .. newest, oldest first,
 	// at most maxEvents of them.
 	events []Event
+	// bytes is the size of events' data; seq orders the session's logs
+	// by their last append.
+	bytes int
+	seq   uint64
 }
+
+// A session's event logs in a Memory store are bounded: at most
+// maxSessionLogs logs and maxSessionLogBytes of event data. Past either,
+// the logs appended to least recently go first (a client resuming one
+// learns that its events are gone), then the oldest events of the log
+// being appended to.
+const (
+	maxSessionLogs     = 256
+	maxSessionLogBytes = 16 << 20
+)
 
 // Janitor sweep bounds: half the TTL, within these limits.
 const (
@@ -367,13 +383,29 @@ func (m *Memory) AppendEvent(ctx context.Context, id, stream string, data []byte
 		l.newest++
 		ev.Index = l.newest
 		l.events = append(l.events, ev)
-		if len(l.events) > m.maxEvents {
+		l.bytes += len(ev.Data)
+		s.logBytes += len(ev.Data)
+		s.logSeq++
+		l.seq = s.logSeq
+		drop := len(l.events) - m.maxEvents
+		for s.logBytes-eventBytes(l.events[:max(drop, 0)]) > maxSessionLogBytes && len(s.logs) > 1 {
+			s.dropOldestLog(l)
+		}
+		for drop < len(l.events)-1 && s.logBytes-eventBytes(l.events[:max(drop, 0)]) > maxSessionLogBytes {
+			drop++
+		}
+		if drop > 0 {
 			// Reslicing keeps the append amortised O(1); clearing the
 			// dropped slots lets their data be collected before the
 			// backing array is reallocated.
-			drop := len(l.events) - m.maxEvents
+			n := eventBytes(l.events[:drop])
+			l.bytes -= n
+			s.logBytes -= n
 			clear(l.events[:drop])
 			l.events = l.events[drop:]
+		}
+		for len(s.logs) > maxSessionLogs {
+			s.dropOldestLog(l)
 		}
 	})
 	if err != nil {
@@ -451,4 +483,29 @@ func (m *Memory) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("sessionstore: close memory store: %w", ctx.Err())
 	}
+}
+
+func eventBytes(evs []Event) int {
+	n := 0
+	for _, e := range evs {
+		n += len(e.Data)
+	}
+	return n
+}
+
+// dropOldestLog removes the log appended to least recently, other than
+// keep. The caller holds the store's lock.
+func (s *memSession) dropOldestLog(keep *memLog) {
+	var oldest string
+	var old *memLog
+	for name, l := range s.logs {
+		if l != keep && (old == nil || l.seq < old.seq) {
+			oldest, old = name, l
+		}
+	}
+	if old == nil {
+		return
+	}
+	s.logBytes -= old.bytes
+	delete(s.logs, oldest)
 }

@@ -185,3 +185,70 @@ func TestMemoryCapacity(t *testing.T) {
 		mustCreate(t, u, big())
 	}
 }
+
+// The single-use registry keeps hashes, not keys, and refuses past its
+// bound rather than forget a use.
+func TestMemoryOnceBounded(t *testing.T) {
+	o := &onceKeys{max: 3}
+	now := time.Now()
+	big := strings.Repeat("s", 1<<20)
+	for i := range 3 {
+		if err := o.use(big+strconv.Itoa(i), time.Minute, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := o.use(big+"0", time.Minute, now); !errors.Is(err, ErrUsed) {
+		t.Fatalf("a reused key: %v, want ErrUsed", err)
+	}
+	if err := o.use("another", time.Minute, now); !errors.Is(err, ErrFull) {
+		t.Fatalf("a 4th key of 3: %v, want ErrFull", err)
+	}
+	// Expired keys make room.
+	if err := o.use("another", time.Minute, now.Add(2*time.Minute)); err != nil {
+		t.Fatalf("after the others expired: %v", err)
+	}
+	if len(o.keys) != 1 {
+		t.Fatalf("%d keys kept, want 1", len(o.keys))
+	}
+}
+
+// A session's event logs are bounded in number and bytes; the logs
+// appended to least recently go first.
+func TestMemoryLogsBounded(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	m := newMemoryForTest(t, Options{TTL: time.Hour})
+	s := &Session{ID: NewID()}
+	mustCreate(t, m, s)
+	for i := range maxSessionLogs + 44 {
+		mustAppend(t, m, s.ID, "s"+strconv.Itoa(i), "{}")
+	}
+	if evs, err := m.EventsAfter(ctx, s.ID, "s0", 0); err == nil && len(evs) > 0 {
+		t.Fatalf("the oldest of %d logs is still there: %v", maxSessionLogs+44, evs)
+	}
+	if evs, err := m.EventsAfter(ctx, s.ID, "s299", 0); err != nil || len(evs) != 1 {
+		t.Fatalf("the newest log: %v, %v", evs, err)
+	}
+	// Bytes: 24 events of 1 MiB over 3 logs keep at most 16 MiB.
+	big := strings.Repeat("x", 1<<20)
+	for i := range 24 {
+		mustAppend(t, m, s.ID, "b"+strconv.Itoa(i%3), big)
+	}
+	m.mu.Lock()
+	ms := m.sessions[s.ID]
+	total, counted := 0, ms.logBytes
+	for _, l := range ms.logs {
+		total += eventBytes(l.events)
+		if l.bytes != eventBytes(l.events) {
+			t.Errorf("a log counts %d bytes, holds %d", l.bytes, eventBytes(l.events))
+		}
+	}
+	m.mu.Unlock()
+	if total > maxSessionLogBytes || counted != total || total < 4<<20 {
+		t.Fatalf("event bytes held %d, counted %d; want about %d at most", total, counted, maxSessionLogBytes)
+	}
+	// The newest event is always kept.
+	if evs, err := m.EventsAfter(ctx, s.ID, "b2", 0); err != nil || len(evs) == 0 {
+		t.Fatalf("the log appended last: %d events, %v", len(evs), err)
+	}
+}

@@ -218,7 +218,9 @@ type Store interface {
 	// UseOnce records that key (an opaque string, e.g. the hash of an MRTR
 	// requestState) has been used, for ttl. It fails with ErrUsed when the
 	// key was already used and has not expired: single-use enforcement
-	// shared by every frontend. It is not tied to any session.
+	// shared by every frontend. It is not tied to any session. Stores keep
+	// a fixed-size hash of key, whatever its length; a Memory store keeps
+	// at most about a million and then fails with ErrFull.
 	UseOnce(ctx context.Context, key string, ttl time.Duration) error
 
 	// Records: small versioned documents not tied to a session (tasks),
