@@ -39,8 +39,11 @@ func (s *Server) Handle(ctx context.Context, req *Request, params json.RawMessag
 		return nil, protocol.NewError(protocol.CodeInvalidParams, "invalid params: %v", err)
 	}
 	if head.Meta != nil {
-		if len(head.Meta.ProgressToken) > 0 && string(head.Meta.ProgressToken) != "null" {
-			req.progressToken = head.Meta.ProgressToken
+		if tok := head.Meta.ProgressToken; len(tok) > 0 && string(tok) != "null" {
+			if c := tok[0]; c != '"' && c != '-' && (c < '0' || c > '9') {
+				return nil, protocol.NewError(protocol.CodeInvalidParams, "invalid params: _meta.progressToken must be a string or a number")
+			}
+			req.progressToken = tok
 		}
 		if head.Meta.Traceparent != "" {
 			req.Traceparent, req.Tracestate = head.Meta.Traceparent, head.Meta.Tracestate

@@ -320,3 +320,19 @@ func TestHandleDefaultsClientCapabilities(t *testing.T) {
 		t.Error("ClientCapabilities is nil inside the handler")
 	}
 }
+
+// A progressToken is a string or a number; anything else is -32602.
+func TestProgressTokenType(t *testing.T) {
+	s := newServer(t, nil)
+	if err := s.AddTool(&protocol.Tool{Name: "work"}, func(context.Context, *mcp.Request, json.RawMessage) (*protocol.CallToolResult, error) {
+		return mcp.TextResult("done"), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range []string{`{"a":1}`, `[1]`, `true`} {
+		mustError(t, s, legacyReq(protocol.MethodToolsCall), `{"name":"work","_meta":{"progressToken":`+tok+`}}`, protocol.CodeInvalidParams)
+	}
+	for _, tok := range []string{`"t"`, `7`, `-1.5`, `null`} {
+		mustResult(t, s, legacyReq(protocol.MethodToolsCall), `{"name":"work","_meta":{"progressToken":`+tok+`}}`)
+	}
+}
