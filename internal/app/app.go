@@ -244,6 +244,15 @@ func serveFrontend(ctx context.Context, c *Config, nc *nats.Conn, store sessions
 	log.Info("draining frontend")
 	dctx, cancel := context.WithTimeout(context.Background(), c.DrainTimeout)
 	defer cancel()
+	// For a moment, go on serving but close each connection after its
+	// answer (and report not ready): closing a kept-alive connection, or
+	// the listener, while a proxy sends a request on it would lose that
+	// request (nginx does not retry a POST). Then stop accepting.
+	fe.Leave()
+	select {
+	case <-time.After(drainGrace(c.DrainTimeout)):
+	case <-dctx.Done():
+	}
 	// Stop accepting at once (a proxy sends new requests to the other
 	// frontends; idle keep-alive connections close) while the requests in
 	// flight finish and listen streams get their final result.
@@ -254,7 +263,7 @@ func serveFrontend(ctx context.Context, c *Config, nc *nats.Conn, store sessions
 	}
 	ferr := fe.Shutdown(dctx)
 	herr := <-herrc
-	if errors.Is(herr, http.ErrServerClosed) {
+	if errors.Is(herr, http.ErrServerClosed) || errors.Is(herr, net.ErrClosed) {
 		herr = nil
 	}
 	return errors.Join(ferr, herr)
@@ -314,4 +323,11 @@ func serveWorkerHTTP(c *Config, nc *nats.Conn, reg *prometheus.Registry, log *sl
 		defer cancel()
 		_ = hs.Shutdown(ctx)
 	}, nil
+}
+
+// drainGrace is how long a draining frontend keeps answering on its open
+// connections (each closed after its answer) before it closes the idle
+// ones: a tenth of the drain timeout, at most a second.
+func drainGrace(timeout time.Duration) time.Duration {
+	return min(timeout/10, time.Second)
 }

@@ -1,7 +1,12 @@
 package e2e
 
 import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
+	neturl "net/url"
 	"strings"
 	"testing"
 	"time"
@@ -210,5 +215,35 @@ func TestSubscriptionCaps(t *testing.T) {
 	}
 	if r := sub(7, "test://"+strings.Repeat("u", 5000)); r.ErrorCode() != protocol.CodeInvalidParams {
 		t.Fatalf("a 5 KB uri: %s", r)
+	}
+}
+
+// Leave (the start of a frontend's drain): answers close their
+// connections and /readyz reports draining, while requests are served.
+func TestFrontendLeave(t *testing.T) {
+	ip := testenv.StartInProc(t, testenv.InProcOptions{})
+	c := testenv.NewClient(t, ip.URL)
+	c.Initialize(nil)
+	ip.Frontend.Leave()
+	u, _ := neturl.Parse(ip.URL)
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"leaving"}}}`
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: %s\r\nMcp-Protocol-Version: %s\r\nContent-Length: %d\r\n\r\n%s",
+		u.Path, u.Host, c.SessionID, c.ProtocolVersion, len(body), body)
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !strings.Contains(string(b), "leaving") || !resp.Close {
+		t.Fatalf("an answer after Leave: HTTP %d %s (closes the connection: %v)", resp.StatusCode, b, resp.Close)
+	}
+	if err := ip.Frontend.Ready(t.Context()); err == nil || !strings.Contains(err.Error(), "draining") {
+		t.Fatalf("Ready after Leave: %v", err)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/pkg/auth"
@@ -158,6 +159,7 @@ type Frontend struct {
 	mu      sync.Mutex
 	streams map[string]*stream // stream id -> open stream
 	closing bool
+	leaving atomic.Bool // Leave was called: answers close their connections
 
 	shutdown chan struct{} // closed by Shutdown
 	hub      *hub          // writes taken-over listen streams
@@ -340,6 +342,13 @@ func (f *Frontend) Shutdown(ctx context.Context) error {
 	return err
 }
 
+// Leave starts a drain without refusing anything yet: every answer from
+// now on closes its connection (Connection: close), so a proxy's
+// keep-alive connections to this frontend end after their next request
+// instead of being closed under it, and /readyz reports draining. Call
+// it, stop accepting connections, give the proxy a moment, then Shutdown.
+func (f *Frontend) Leave() { f.leaving.Store(true) }
+
 // Ready reports whether the frontend can serve: not draining, NATS
 // connected and the store reachable (when it can be pinged).
 func (f *Frontend) Ready(ctx context.Context) error {
@@ -347,6 +356,9 @@ func (f *Frontend) Ready(ctx context.Context) error {
 	case <-f.shutdown:
 		return errors.New("draining")
 	default:
+	}
+	if f.leaving.Load() {
+		return errors.New("draining")
 	}
 	if !f.nc.IsConnected() {
 		return errors.New("NATS is not connected")

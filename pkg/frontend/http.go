@@ -35,6 +35,11 @@ func (f *Frontend) serveMCP(w http.ResponseWriter, r *http.Request) {
 	f.active.Add(1)
 	f.mu.Unlock()
 	defer f.active.Done()
+	if f.leaving.Load() {
+		// Draining soon: this connection is not kept for another request,
+		// so a proxy never sends one on it as it closes.
+		w.Header().Set("Connection", "close")
+	}
 	if f.metrics != nil {
 		rec := &recorder{ResponseWriter: w, method: r.Method}
 		w = rec
