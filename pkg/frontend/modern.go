@@ -305,7 +305,7 @@ func (f *Frontend) serveListen(w http.ResponseWriter, r *http.Request, msg *prot
 const (
 	maxListenURIs = 256
 	maxURILen     = 4096
-	maxTaskIDLen  = 256 // task ids this server makes are 26 bytes
+	maxTaskIDLen  = 256 // task ids this server makes are 22 bytes
 )
 
 // ownTasks returns the ids of ids that name tasks of the caller's

@@ -36,6 +36,8 @@ type Memory struct {
 	sessions map[string]*memSession
 	// bytes is the sum of the sessions' info and caps.
 	bytes int64
+	// fullSwept is when a full store was last swept for room.
+	fullSwept time.Time
 
 	once    onceKeys   // UseOnce's registry, with its own lock
 	records memRecords // CreateRecord's table, with its own lock
@@ -183,7 +185,10 @@ func (m *Memory) full(size int64, now time.Time) bool {
 	if !over() {
 		return false
 	}
-	m.sweepLocked(now)
+	if now.Sub(m.fullSwept) >= time.Second { // refusals stay cheap
+		m.fullSwept = now
+		m.sweepLocked(now)
+	}
 	return over()
 }
 

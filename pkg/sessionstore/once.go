@@ -16,6 +16,9 @@ type onceKeys struct {
 	keys map[[sha256.Size]byte]time.Time // key's hash -> expiry
 	ops  int
 	max  int // 0: maxOnceKeys
+	// swept is when a full registry was last swept: at most once a
+	// second, so refusals stay cheap.
+	swept time.Time
 }
 
 // maxOnceKeys bounds the registry (about 64 MiB): past it, with the
@@ -36,15 +39,16 @@ func (o *onceKeys) use(key string, ttl time.Duration, now time.Time) error {
 	if limit <= 0 {
 		limit = maxOnceKeys
 	}
-	if len(o.keys) >= limit {
+	if len(o.keys) >= limit && now.Sub(o.swept) >= time.Second {
+		o.swept = now
 		for k, exp := range o.keys {
 			if !now.Before(exp) {
 				delete(o.keys, k)
 			}
 		}
-		if len(o.keys) >= limit {
-			return ErrFull
-		}
+	}
+	if len(o.keys) >= limit {
+		return ErrFull
 	}
 	o.keys[sum] = now.Add(ttl)
 	// Sweep expired keys now and then, so the map stays bounded by the
