@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/fixture"
@@ -229,7 +230,9 @@ func serveFrontend(ctx context.Context, c *Config, nc *nats.Conn, store sessions
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", c.Listen, err)
 	}
-	hs := &http.Server{Handler: fe.Router(c.Path, promhttp.HandlerFor(reg, promhttp.HandlerOpts{})), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	var conns openConns
+	hs := &http.Server{Handler: fe.Router(c.Path, promhttp.HandlerFor(reg, promhttp.HandlerOpts{})), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		ConnState: conns.track}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	log.Info("mcpfleet serving", "url", "http://"+ln.Addr().String()+c.Path)
@@ -249,10 +252,7 @@ func serveFrontend(ctx context.Context, c *Config, nc *nats.Conn, store sessions
 	// the listener, while a proxy sends a request on it would lose that
 	// request (nginx does not retry a POST). Then stop accepting.
 	fe.Leave()
-	select {
-	case <-time.After(drainGrace(c.DrainTimeout)):
-	case <-dctx.Done():
-	}
+	conns.waitNone(dctx, drainGrace(c.DrainTimeout))
 	// Stop accepting at once (a proxy sends new requests to the other
 	// frontends; idle keep-alive connections close) while the requests in
 	// flight finish and listen streams get their final result.
@@ -330,4 +330,36 @@ func serveWorkerHTTP(c *Config, nc *nats.Conn, reg *prometheus.Registry, log *sl
 // ones: a tenth of the drain timeout, at most a second.
 func drainGrace(timeout time.Duration) time.Duration {
 	return min(timeout/10, time.Second)
+}
+
+// openConns counts an http.Server's connections that are open and not
+// taken over (hijacked listen streams belong to the hub).
+type openConns struct{ n atomic.Int64 }
+
+func (o *openConns) track(_ net.Conn, st http.ConnState) {
+	switch st {
+	case http.StateNew:
+		o.n.Add(1)
+	case http.StateClosed, http.StateHijacked:
+		o.n.Add(-1)
+	}
+}
+
+// waitNone returns once no connection is open, after at most grace, or
+// when ctx ends: a drain with nothing to close after each answer does not
+// wait.
+func (o *openConns) waitNone(ctx context.Context, grace time.Duration) {
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for o.n.Load() > 0 {
+		select {
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
