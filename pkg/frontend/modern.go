@@ -204,13 +204,12 @@ func (f *Frontend) serveListen(w http.ResponseWriter, r *http.Request, msg *prot
 		writeError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: params.notifications (a SubscriptionFilter) is required"))
 		return
 	}
-	if n := len(p.Notifications.ResourceSubscriptions); n > maxListenURIs {
-		writeError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: at most %d resourceSubscriptions per listen stream (got %d)", maxListenURIs, n))
-		return
-	}
-	for _, u := range p.Notifications.ResourceSubscriptions {
-		if len(u) > maxURILen {
-			writeError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: a resourceSubscriptions URI is longer than %d bytes", maxURILen))
+	for _, e := range []*protocol.Error{
+		checkFilterList("resourceSubscriptions", p.Notifications.ResourceSubscriptions, maxURILen),
+		checkFilterList("taskIds", p.Notifications.TaskIDs, maxTaskIDLen),
+	} {
+		if e != nil {
+			writeError(w, http.StatusBadRequest, msg.ID, e)
 			return
 		}
 	}
@@ -218,16 +217,6 @@ func (f *Frontend) serveListen(w http.ResponseWriter, r *http.Request, msg *prot
 	// extension; for others they are dropped from the acknowledged filter,
 	// like any type the server does not deliver.
 	tasks := protocol.DeclaresTasks(head.Meta.ClientCapabilities)
-	if n := len(p.Notifications.TaskIDs); n > maxListenURIs {
-		writeError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: at most %d taskIds per listen stream (got %d)", maxListenURIs, n))
-		return
-	}
-	for _, id := range p.Notifications.TaskIDs {
-		if len(id) > maxTaskIDLen {
-			writeError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: a taskIds entry is longer than %d bytes", maxTaskIDLen))
-			return
-		}
-	}
 	filter := listen.Honoured(p.Notifications, tasks)
 	if len(filter.TaskIDs) > 0 {
 		owned, err := f.ownTasks(r, filter.TaskIDs)
@@ -307,6 +296,20 @@ const (
 	maxURILen     = 4096
 	maxTaskIDLen  = 256 // task ids this server makes are 22 bytes
 )
+
+// checkFilterList checks one list of a listen filter: at most
+// maxListenURIs entries of at most maxLen bytes each.
+func checkFilterList(name string, list []string, maxLen int) *protocol.Error {
+	if len(list) > maxListenURIs {
+		return protocol.NewError(protocol.CodeInvalidParams, "invalid params: at most %d %s per listen stream (got %d)", maxListenURIs, name, len(list))
+	}
+	for _, v := range list {
+		if len(v) > maxLen {
+			return protocol.NewError(protocol.CodeInvalidParams, "invalid params: a %s entry is longer than %d bytes", name, maxLen)
+		}
+	}
+	return nil
+}
 
 // ownTasks returns the ids of ids that name tasks of the caller's
 // principal: another principal's task, a legacy session's task or an
