@@ -1,52 +1,34 @@
-// Command mcpfleet is the all-in-one MCP server (frontend, worker, embedded
-// NATS and an in-memory session store in one process) and mcpfleet's
-// utility subcommands.
+// Command mcpfleet is the all-in-one MCP server (frontend, worker,
+// embedded NATS and an in-memory session store in one process) with the
+// demo tools, every other role of mcpfleet.App, and the load and scale
+// benchmarks.
 //
-//	mcpfleet serve [flags]    run the all-in-one server (default)
-//	mcpfleet bench [flags]    load and scale benchmarks (mcpfleet bench -h)
+//	mcpfleet [serve] [flags]  run the all-in-one server (default)
+//	mcpfleet worker [flags]   run a worker of a cluster
+//	mcpfleet frontend [flags] run an HTTP frontend of a cluster
 //	mcpfleet stdio [flags]    serve over stdin/stdout (for clients that spawn servers)
+//	mcpfleet bench [flags]    load and scale benchmarks (mcpfleet bench -h)
 //	mcpfleet version
 package main
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 
-	"github.com/mcpfleet/mcpfleet/internal/app"
+	"github.com/mcpfleet/mcpfleet"
+	"github.com/mcpfleet/mcpfleet/internal/fixture"
+	"github.com/mcpfleet/mcpfleet/pkg/mcp"
 )
 
 func main() {
-	args := os.Args[1:]
-	cmd := "serve"
-	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
-		cmd, args = args[0], args[1:]
+	var fix fixture.Flag
+	app := &mcpfleet.App{
+		Name:      "mcpfleet",
+		Flags:     fix.Register,
+		NewServer: func() (*mcp.Server, error) { return fixture.NewExampleServer(fix.Name, mcpfleet.Version, nil) },
+		Commands: []mcpfleet.Command{{
+			Name: "bench", Summary: "load and scale benchmarks against running servers (mcpfleet bench -h)",
+			Run: func(_ context.Context, args []string) int { return runBench(args) },
+		}},
 	}
-	switch cmd {
-	case "serve":
-		c, err := app.Parse(app.RoleAllInOne, "mcpfleet serve", args)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "mcpfleet serve:", err)
-			os.Exit(2)
-		}
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		if err := app.RunAllInOne(ctx, c, nil); err != nil {
-			fmt.Fprintln(os.Stderr, "mcpfleet:", err)
-			os.Exit(1)
-		}
-	case "bench":
-		os.Exit(runBench(args))
-	case "stdio":
-		os.Exit(runStdio(args))
-	case "version":
-		fmt.Println("mcpfleet", app.Version)
-	case "help", "-h", "--help":
-		fmt.Println("usage: mcpfleet [serve] [flags] | mcpfleet bench [flags] | mcpfleet stdio [flags] | mcpfleet version\nrun 'mcpfleet serve -h' for the flags")
-	default:
-		fmt.Fprintf(os.Stderr, "mcpfleet: unknown command %q (try: serve, bench, stdio, version)\n", cmd)
-		os.Exit(2)
-	}
+	app.Main()
 }

@@ -1,28 +1,23 @@
 // Command worker is mcpfleet's example worker: it serves the demo tools
 // (echo, sleep, touch_resource) and, with --fixture conformance, the
-// official conformance suite's fixture, taking requests from NATS.
+// official conformance suite's fixture, taking requests from NATS. It is
+// mcpfleet.App with the worker role as its default: `worker -h` lists
+// the flags, `worker serve` runs the all-in-one.
 package main
 
 import (
-	"context"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
-
-	"github.com/mcpfleet/mcpfleet/internal/app"
+	"github.com/mcpfleet/mcpfleet"
+	"github.com/mcpfleet/mcpfleet/internal/fixture"
+	"github.com/mcpfleet/mcpfleet/pkg/mcp"
 )
 
 func main() {
-	c, err := app.Parse(app.RoleWorker, "worker", os.Args[1:])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "worker:", err)
-		os.Exit(2)
+	var fix fixture.Flag
+	app := &mcpfleet.App{
+		Name:      "worker",
+		Default:   "worker",
+		Flags:     fix.Register,
+		NewServer: func() (*mcp.Server, error) { return fixture.NewExampleServer(fix.Name, mcpfleet.Version, nil) },
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := app.RunWorker(ctx, c); err != nil {
-		fmt.Fprintln(os.Stderr, "worker:", err)
-		os.Exit(1)
-	}
+	app.Main()
 }

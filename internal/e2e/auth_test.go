@@ -15,7 +15,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 
-	"github.com/mcpfleet/mcpfleet/internal/app"
+	"github.com/mcpfleet/mcpfleet/internal/fixture"
 	"github.com/mcpfleet/mcpfleet/internal/testenv"
 	"github.com/mcpfleet/mcpfleet/pkg/auth"
 	"github.com/mcpfleet/mcpfleet/pkg/frontend"
@@ -82,7 +82,7 @@ func TestAuthentication(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := app.NewExampleServer("conformance", quiet, nil)
+	srv, err := fixture.NewExampleServer("conformance", "test", quiet)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpfleet/mcpfleet/internal/app"
+	"github.com/mcpfleet/mcpfleet/internal/fixture"
 	"github.com/mcpfleet/mcpfleet/internal/testutil"
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
 	"github.com/mcpfleet/mcpfleet/pkg/frontend"
@@ -225,7 +225,7 @@ func StartInProc(tb testing.TB, opts InProcOptions) *InProc {
 		if opts.NoFixture {
 			fix = ""
 		}
-		if srv, err = app.NewExampleServer(fix, log, nil); err != nil {
+		if srv, err = fixture.NewExampleServer(fix, "test", log); err != nil {
 			tb.Fatal(err)
 		}
 	}

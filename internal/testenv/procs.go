@@ -3,6 +3,7 @@ package testenv
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcpfleet/mcpfleet/pkg/mcp"
 )
 
 // Proc is a child process started by a test. It is killed at cleanup.
@@ -232,11 +235,16 @@ func StartFrontend(tb testing.TB, natsURL, redisURL string, args ...string) (*Pr
 
 var workerRE = regexp.MustCompile(`msg="worker serving"`)
 
-// StartWorker runs a worker process and waits until it serves.
+// StateKey is the requestState key of the workers tests start (one per
+// test process: every worker of a test's cluster shares it).
+var StateKey = base64.StdEncoding.EncodeToString(mcp.RandomStateKey())
+
+// StartWorker runs a worker process (with StateKey) and waits until it
+// serves.
 func StartWorker(tb testing.TB, natsURL string, args ...string) *Proc {
 	tb.Helper()
 	bin := filepath.Join(Binaries(tb), "worker")
-	p := Start(tb, "worker", bin, append([]string{"--nats-url", natsURL, "--log-format", "text"}, args...)...)
+	p := Start(tb, "worker", bin, append([]string{"--nats-url", natsURL, "--log-format", "text", "--state-key", StateKey}, args...)...)
 	p.WaitLog(tb, workerRE, 20*time.Second)
 	return p
 }

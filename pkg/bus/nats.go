@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	neturl "net/url"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -37,9 +39,25 @@ func Connect(url string, opts *ConnectOptions) (*nats.Conn, error) {
 	}
 	nc, err := nats.Connect(url, connOptions(opts.Name, log, timeout)...)
 	if err != nil {
-		return nil, fmt.Errorf("bus: connecting to NATS at %s: %w", url, err)
+		return nil, fmt.Errorf("bus: connecting to NATS at %s: %w", RedactURLs(url), err)
 	}
 	return nc, nil
+}
+
+// RedactURLs returns a comma-separated list of URLs with every password
+// replaced by "xxxxx", for logs and errors. An entry that does not parse
+// is replaced whole.
+func RedactURLs(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		u, err := neturl.Parse(strings.TrimSpace(p))
+		if err != nil {
+			parts[i] = "(invalid URL)"
+			continue
+		}
+		parts[i] = u.Redacted()
+	}
+	return strings.Join(parts, ",")
 }
 
 func connOptions(name string, log *slog.Logger, timeout time.Duration) []nats.Option {

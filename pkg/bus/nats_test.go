@@ -324,3 +324,14 @@ func TestStartEmbeddedBadListen(t *testing.T) {
 		})
 	}
 }
+
+func TestRedactURLs(t *testing.T) {
+	got := bus.RedactURLs("nats://alice:s3cret@n1:4222, nats://n2:4222,nats://bob:pw@n3")
+	if strings.Contains(got, "s3cret") || strings.Contains(got, ":pw@") || !strings.Contains(got, "alice:xxxxx@n1:4222") || !strings.Contains(got, "nats://n2:4222") {
+		t.Errorf("RedactURLs = %q", got)
+	}
+	_, err := bus.Connect("nats://alice:s3cret@127.0.0.1:1", &bus.ConnectOptions{ConnectTimeout: time.Second})
+	if err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("Connect error %v: want one without the password", err)
+	}
+}

@@ -1,6 +1,7 @@
-package app
+package mcpfleet
 
 import (
+	"context"
 	"log/slog"
 	"net"
 	"net/http"
@@ -8,11 +9,11 @@ import (
 	"time"
 )
 
-// startPprof serves net/http/pprof on addr (when set) for the life of the
-// process.
-func startPprof(addr string, log *slog.Logger) {
+// startPprof serves net/http/pprof on addr (when set); the returned func
+// stops it.
+func startPprof(addr string, log *slog.Logger) func() {
 	if addr == "" {
-		return
+		return func() {}
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -23,9 +24,14 @@ func startPprof(addr string, log *slog.Logger) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		log.Warn("pprof: not listening", "addr", addr, "err", err)
-		return
+		return func() {}
 	}
 	log.Info("pprof serving", "url", "http://"+ln.Addr().String()+"/debug/pprof/")
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}
 }

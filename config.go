@@ -1,0 +1,339 @@
+package mcpfleet
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/pkg/auth"
+	"github.com/mcpfleet/mcpfleet/pkg/frontend"
+	"github.com/mcpfleet/mcpfleet/pkg/mcp"
+	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
+	"github.com/mcpfleet/mcpfleet/pkg/stdio"
+	"github.com/mcpfleet/mcpfleet/pkg/worker"
+)
+
+// role is a command that runs mcpfleet: serve, frontend, worker or stdio.
+type role string
+
+const (
+	roleServe    role = "serve"
+	roleFrontend role = "frontend"
+	roleWorker   role = "worker"
+	roleStdio    role = "stdio"
+)
+
+func (r role) http() bool      { return r == roleServe || r == roleFrontend }
+func (r role) handlers() bool  { return r != roleFrontend }
+func (r role) bus() bool       { return r != roleStdio }
+func (r role) clustered() bool { return r == roleFrontend || r == roleWorker }
+
+// config is what the command line and the environment say, before it
+// becomes the options of a Run function.
+type config struct {
+	Listen, Path                string
+	NATSURL, NATSListen         string
+	RedisURL                    string
+	SessionTTL, RequestTimeout  time.Duration
+	KeepAlive, ListenKeepAlive  time.Duration
+	BodyTimeout, DrainTimeout   time.Duration
+	AllowedHosts, AllowedOrigin []string
+	MaxBodyBytes                int64
+	MaxListen                   int64
+	ID, LogLevel, LogFormat     string
+	StateKey                    string
+	AdminListen, PprofListen    string
+	ServeTools, ServePrompts    []string
+	ServeResources              []string
+
+	AuthIssuer, AuthAudience     string
+	AuthJWKSFile, AuthJWKSURL    string
+	AuthRequiredScopes           []string
+	AuthScopesSupported          []string
+	AuthServers                  []string
+	AuthMetadataURL              string
+	MaxStringBytes, MaxArrayLen  int64
+	MaxSessions, MaxSessionBytes int64
+	MaxInFlightPerSession        int64
+	MaxInFlightPerPrincipal      int64
+	RatePerPrincipal, RateBurst  int64
+	MaxSessionsPerPrincipal      int64
+	MaxListenPerPrincipal        int64
+	stateKey                     []byte
+	oldStateKeys                 [][]byte
+}
+
+// define registers the flags of role r on f, bound to c.
+func (c *config) define(r role, f *flags, program func(*flag.FlagSet)) {
+	if r.http() {
+		f.in(groupHTTP)
+		f.str(&c.Listen, "listen", DefaultListen, "ADDR", "HTTP listen address (host:port)")
+		f.str(&c.Path, "path", DefaultPath, "PATH", "path of the MCP endpoint")
+		f.dur(&c.SessionTTL, "session-ttl", 30*time.Minute, "idle lifetime of a legacy session")
+		f.dur(&c.RequestTimeout, "request-timeout", 10*time.Minute, "longest time a request may take")
+		f.dur(&c.KeepAlive, "keepalive", 30*time.Second, "interval of SSE keepalive comments on GET streams (0 disables)")
+		f.dur(&c.ListenKeepAlive, "listen-keepalive-interval", 15*time.Second, "interval of SSE keepalive comments on listen streams, which also frees dead peers' slots (0 disables)")
+		f.list(&c.AllowedHosts, "allowed-hosts", "Host header values accepted, comma-separated (default: loopback names; * for any)")
+		f.list(&c.AllowedOrigin, "allowed-origins", "Origin header values accepted, comma-separated (default: loopback origins; * for any)")
+		f.dur(&c.BodyTimeout, "body-timeout", 10*time.Second, "longest time the reading of a request body may take (408 beyond)")
+
+		f.in(groupLimits)
+		f.i64(&c.MaxBodyBytes, "max-body-bytes", 4<<20, "largest request body (413 beyond)")
+		f.i64(&c.MaxStringBytes, "max-string-bytes", 0, "largest string in a message (0: 2 MiB; negative: no cap)")
+		f.i64(&c.MaxArrayLen, "max-array-len", 0, "most elements of an array or members of an object in a message (0: 10000; negative: no cap)")
+		f.i64(&c.MaxListen, "max-listen-subscriptions", 1000, "most subscriptions/listen streams per frontend (0: unlimited; 503 beyond)")
+		f.i64(&c.MaxInFlightPerSession, "max-inflight-per-session", 0, "requests a legacy session may have running through one frontend (0: 64; negative: no cap)")
+		f.i64(&c.MaxInFlightPerPrincipal, "max-inflight-per-principal", 0, "requests a principal may have running through one frontend, with authentication (0: 256; negative: no cap)")
+		f.i64(&c.RatePerPrincipal, "rate-per-principal", 0, "requests per second per principal on one frontend, with authentication (0: 50; negative: no limit)")
+		f.i64(&c.RateBurst, "rate-burst", 0, "burst of the per-principal rate limit (0: 100; negative: no limit)")
+		f.i64(&c.MaxSessionsPerPrincipal, "max-sessions-per-principal", 0, "legacy sessions per principal, with authentication (0: 100; negative: no cap)")
+		f.i64(&c.MaxListenPerPrincipal, "max-listen-per-principal", 0, "listen streams per principal on one frontend, with authentication (0: 32; negative: no cap)")
+		if r == roleServe {
+			f.i64(&c.MaxSessions, "max-sessions", 100000, "most live sessions of the in-memory store (503 beyond; negative: no cap)")
+			f.i64(&c.MaxSessionBytes, "max-session-bytes", 256<<20, "most bytes of clientInfo and capabilities the in-memory store keeps (503 beyond; negative: no cap)")
+		}
+
+		f.in(groupAuth)
+		f.str(&c.AuthIssuer, "auth-issuer", "", "URL", "issuer whose bearer tokens every MCP request needs (empty: no authentication)")
+		f.str(&c.AuthAudience, "auth-audience", "", "URL", "this resource's URL, which tokens must name in aud (required with --auth-issuer)")
+		f.str(&c.AuthJWKSFile, "auth-jwks-file", "", "FILE", "the issuer's signing keys, a JWKS file")
+		f.str(&c.AuthJWKSURL, "auth-jwks-url", "", "URL", "the issuer's signing keys, a JWKS URL (cached, refetched on rotation)")
+		f.list(&c.AuthRequiredScopes, "auth-required-scopes", "scopes every request's token must grant, comma-separated")
+		f.list(&c.AuthScopesSupported, "auth-scopes-supported", "scopes listed in the protected-resource metadata, comma-separated")
+		f.list(&c.AuthServers, "auth-authorization-servers", "authorization servers listed in the protected-resource metadata (default: the issuer)")
+		f.str(&c.AuthMetadataURL, "auth-metadata-url", "", "URL", "absolute URL of the protected-resource metadata named in WWW-Authenticate (default: derived from the request)")
+	}
+
+	f.in(groupBus)
+	switch r {
+	case roleServe:
+		f.str(&c.NATSURL, "nats-url", "", "URLS", "NATS server(s), comma-separated (empty: an embedded NATS server)")
+		f.str(&c.NATSListen, "nats-listen", "", "ADDR", "also open the embedded NATS server to other processes on this address")
+		f.str(&c.RedisURL, "redis-url", "", "URL", "Redis for sessions, shared by frontends (empty: the in-memory store)")
+	case roleFrontend:
+		f.str(&c.NATSURL, "nats-url", DefaultNATSURL, "URLS", "NATS server(s), comma-separated")
+		f.str(&c.RedisURL, "redis-url", "redis://127.0.0.1:6379/0", "URL", "Redis for sessions, shared by every frontend")
+	case roleWorker:
+		f.str(&c.NATSURL, "nats-url", DefaultNATSURL, "URLS", "NATS server(s), comma-separated")
+	}
+
+	if r.handlers() {
+		f.in(groupWorker)
+		usage := "base64 of the 32-byte key sealing 2026-07-28 requestState, the same on every worker; more keys after commas still open states sealed before a rotation"
+		if r == roleWorker {
+			usage += " (required)"
+		} else {
+			usage += " (default: random)"
+		}
+		f.secretStr(&c.StateKey, "state-key", "KEYS", usage)
+	}
+	if r == roleWorker {
+		f.str(&c.AdminListen, "http-listen", "", "ADDR", "address of the worker's /healthz, /readyz and /metrics (empty: off)")
+		f.list(&c.ServeTools, "tools", "tool names this worker serves, as glob patterns (default: all; none: none)")
+		f.list(&c.ServePrompts, "prompts", "prompt names this worker serves, as glob patterns (default: all; none: none)")
+		f.list(&c.ServeResources, "resources", "resource URIs and URI templates this worker serves, as glob patterns (default: all; none: none)")
+	}
+	if r == roleStdio {
+		f.dur(&c.RequestTimeout, "request-timeout", 10*time.Minute, "longest time a request may take")
+		f.i64(&c.MaxBodyBytes, "max-message-bytes", 4<<20, "largest message (one line)")
+	}
+	if program != nil && r.handlers() {
+		f.program(program)
+	}
+
+	f.in(groupProcess)
+	if r.bus() {
+		f.str(&c.ID, "id", "", "ID", "this process's id on the bus (default: random)")
+		f.str(&c.PprofListen, "pprof-listen", "", "ADDR", "serve net/http/pprof on this address, for profiling (keep it on loopback)")
+		f.dur(&c.DrainTimeout, "drain-timeout", DefaultDrainTimeout, "how long SIGTERM waits for in-flight requests")
+	} else {
+		f.dur(&c.DrainTimeout, "drain-timeout", 5*time.Second, "how long requests in flight at the end of stdin may run on")
+	}
+	f.str(&c.LogLevel, "log-level", "info", "LEVEL", "debug, info, warn or error (logs go to stderr)")
+	logFormat := "text" // people read the all-in-one's and stdio's logs
+	if r.clustered() {
+		logFormat = "json" // production roles: log collectors read them
+	}
+	f.str(&c.LogFormat, "log-format", logFormat, "FORMAT", "text or json")
+}
+
+// validate checks c for role r; every problem is reported at once.
+func (c *config) validate(r role) error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if r == roleStdio {
+		if c.RequestTimeout <= 0 {
+			add("--request-timeout must be positive")
+		}
+		if c.MaxBodyBytes <= 0 {
+			add("--max-message-bytes must be positive")
+		}
+	}
+	if r.http() {
+		if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+			add("--listen %q: %v", c.Listen, err)
+		}
+		if !strings.HasPrefix(c.Path, "/") {
+			add("--path %q must start with /", c.Path)
+		}
+		for name, d := range map[string]time.Duration{"--session-ttl": c.SessionTTL, "--request-timeout": c.RequestTimeout, "--body-timeout": c.BodyTimeout} {
+			if d <= 0 {
+				add("%s must be positive", name)
+			}
+		}
+		if c.KeepAlive < 0 {
+			add("--keepalive must not be negative")
+		}
+		if c.ListenKeepAlive < 0 {
+			add("--listen-keepalive-interval must not be negative")
+		}
+		if c.MaxBodyBytes <= 0 {
+			add("--max-body-bytes must be positive")
+		}
+		if c.MaxListen < 0 {
+			add("--max-listen-subscriptions must not be negative")
+		}
+		authSet := c.AuthAudience != "" || c.AuthJWKSFile != "" || c.AuthJWKSURL != "" || len(c.AuthRequiredScopes) > 0
+		switch {
+		case c.AuthIssuer == "" && authSet:
+			add("--auth-issuer is required with the other --auth-* flags")
+		case c.AuthIssuer != "" && c.AuthAudience == "":
+			add("--auth-audience is required with --auth-issuer")
+		case c.AuthIssuer != "" && (c.AuthJWKSFile == "") == (c.AuthJWKSURL == ""):
+			add("exactly one of --auth-jwks-file and --auth-jwks-url is required with --auth-issuer")
+		}
+	}
+	if r.clustered() && c.NATSURL == "" {
+		add("--nats-url is required")
+	}
+	if r == roleFrontend && c.RedisURL == "" {
+		add("--redis-url is required")
+	}
+	if c.RedisURL != "" {
+		if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix") {
+			add("--redis-url: want redis://[user:password@]host:port/db, rediss:// or unix://")
+		}
+	}
+	if len(c.ID) > frontend.MaxIDLen {
+		add("--id %q: at most %d bytes", c.ID, frontend.MaxIDLen)
+	}
+	if c.StateKey != "" {
+		k, old, err := ParseStateKeys(c.StateKey)
+		if err != nil {
+			add("--state-key (%s): %v", StateKeyEnv, err)
+		}
+		c.stateKey, c.oldStateKeys = k, old
+	}
+	switch c.LogFormat {
+	case "text", "json":
+	default:
+		add("--log-format %q: want text or json", c.LogFormat)
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		add("--log-level %q: want debug, info, warn or error", c.LogLevel)
+	}
+	return errors.Join(errs...)
+}
+
+// logger builds the process logger, writing to w (stderr).
+func (c *config) logger(w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(c.LogLevel))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// handlerOptions maps the flags onto HandlerOptions.
+func (c *config) handlerOptions(log *slog.Logger) HandlerOptions {
+	o := HandlerOptions{
+		NATSURL: c.NATSURL, NATSListen: c.NATSListen, RedisURL: c.RedisURL,
+		Memory:   sessionstore.Options{MaxSessions: int(c.MaxSessions), MaxSessionBytes: c.MaxSessionBytes},
+		StateKey: c.stateKey, OldStateKeys: c.oldStateKeys,
+		Logger: log,
+		Frontend: frontend.Options{
+			ID:                      c.ID,
+			MaxStringBytes:          int(c.MaxStringBytes),
+			MaxArrayLen:             int(c.MaxArrayLen),
+			MaxInFlightPerSession:   int(c.MaxInFlightPerSession),
+			MaxInFlightPerPrincipal: int(c.MaxInFlightPerPrincipal),
+			RatePerPrincipal:        float64(c.RatePerPrincipal),
+			RateBurst:               int(c.RateBurst),
+			MaxSessionsPerPrincipal: int(c.MaxSessionsPerPrincipal),
+			MaxListenPerPrincipal:   int(c.MaxListenPerPrincipal),
+			MaxBodyBytes:            c.MaxBodyBytes,
+			BodyTimeout:             c.BodyTimeout,
+			SessionTTL:              c.SessionTTL,
+			RequestTimeout:          c.RequestTimeout,
+			KeepAlive:               offWhenZero(c.KeepAlive),
+			ListenKeepAlive:         offWhenZero(c.ListenKeepAlive),
+			AllowedHosts:            c.AllowedHosts,
+			AllowedOrigins:          c.AllowedOrigin,
+			MaxListen:               int(offWhenZero(c.MaxListen)), // 0 = unlimited
+		},
+	}
+	if c.AuthIssuer != "" {
+		o.Auth = &auth.Options{
+			Issuer: c.AuthIssuer, Audience: c.AuthAudience, JWKSFile: c.AuthJWKSFile, JWKSURL: c.AuthJWKSURL,
+			RequiredScopes: c.AuthRequiredScopes, ScopesSupported: c.AuthScopesSupported,
+			AuthorizationServers: c.AuthServers, MetadataURL: c.AuthMetadataURL,
+		}
+	}
+	return o
+}
+
+// offWhenZero maps a flag where 0 turns a feature off (or a cap to
+// unlimited) onto an option where 0 means the default and a negative
+// value turns it off.
+func offWhenZero[T time.Duration | int64](v T) T {
+	if v == 0 {
+		return -1
+	}
+	return v
+}
+
+func (c *config) serveOptions(log *slog.Logger) *ServeOptions {
+	return &ServeOptions{HandlerOptions: c.handlerOptions(log), Listen: c.Listen, Path: c.Path, DrainTimeout: c.DrainTimeout}
+}
+
+func (c *config) workerOptions(log *slog.Logger) *WorkerOptions {
+	return &WorkerOptions{
+		NATSURL: c.NATSURL, StateKey: c.stateKey, OldStateKeys: c.oldStateKeys,
+		Worker:      worker.Options{ID: c.ID, Filter: c.filter()},
+		AdminListen: c.AdminListen, DrainTimeout: c.DrainTimeout, Logger: log,
+	}
+}
+
+func (c *config) stdioOptions(log *slog.Logger) *StdioOptions {
+	return &StdioOptions{
+		StateKey: c.stateKey, OldStateKeys: c.oldStateKeys,
+		Stdio: stdio.Options{Logger: log, MaxLineBytes: int(c.MaxBodyBytes), RequestTimeout: c.RequestTimeout, DrainTimeout: c.DrainTimeout},
+	}
+}
+
+// filter returns the worker's catalog filter from --tools, --prompts and
+// --resources (nil when none is set).
+func (c *config) filter() *mcp.CatalogFilter {
+	if c.ServeTools == nil && c.ServePrompts == nil && c.ServeResources == nil {
+		return nil
+	}
+	conv := func(l []string) []string {
+		switch {
+		case l == nil:
+			return nil
+		case len(l) == 1 && l[0] == "none":
+			return []string{}
+		}
+		return l
+	}
+	return &mcp.CatalogFilter{Tools: conv(c.ServeTools), Prompts: conv(c.ServePrompts), Resources: conv(c.ServeResources)}
+}

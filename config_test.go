@@ -1,0 +1,222 @@
+package mcpfleet
+
+import (
+	"context"
+	"encoding/base64"
+	"flag"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// parse is what App.Run does before running a role.
+func parse(t *testing.T, r role, args []string, program func(*flag.FlagSet)) (*config, error) {
+	t.Helper()
+	c := &config{}
+	f := newFlags("test")
+	c.define(r, f, program)
+	if err := f.parse(args); err != nil {
+		return nil, err
+	}
+	return c, c.validate(r)
+}
+
+func TestParseDefaults(t *testing.T) {
+	tests := []struct {
+		role      role
+		args      []string
+		logFormat string
+	}{
+		{roleServe, nil, "text"},
+		{roleStdio, nil, "text"},
+		{roleFrontend, nil, "json"},
+		{roleWorker, nil, "json"},
+		{roleWorker, []string{"--log-format", "text"}, "text"},
+	}
+	for _, tc := range tests {
+		c, err := parse(t, tc.role, tc.args, nil)
+		if err != nil {
+			t.Fatalf("parse(%v, %q): %v", tc.role, tc.args, err)
+		}
+		if c.LogFormat != tc.logFormat {
+			t.Errorf("role %v %q: log format %q, want %q", tc.role, tc.args, c.LogFormat, tc.logFormat)
+		}
+	}
+	c, err := parse(t, roleFrontend, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.NATSURL != DefaultNATSURL || c.RedisURL != "redis://127.0.0.1:6379/0" || c.Listen != DefaultListen || c.Path != DefaultPath {
+		t.Errorf("frontend defaults: %+v", c)
+	}
+	c, err = parse(t, roleServe, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.NATSURL != "" || c.RedisURL != "" {
+		t.Errorf("serve defaults: NATS %q, Redis %q; want the embedded ones", c.NATSURL, c.RedisURL)
+	}
+	o := c.serveOptions(nil)
+	if o.Frontend.KeepAlive != 30*time.Second || o.Frontend.MaxListen != 1000 || o.Memory.MaxSessions != 100000 {
+		t.Errorf("serve options: keepalive %v, max listen %d, max sessions %d", o.Frontend.KeepAlive, o.Frontend.MaxListen, o.Memory.MaxSessions)
+	}
+	// 0 turns keepalives off and the listen cap to unlimited: negative
+	// values in frontend.Options.
+	c, err = parse(t, roleServe, []string{"--keepalive", "0", "--max-listen-subscriptions", "0"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := c.serveOptions(nil); o.Frontend.KeepAlive >= 0 || o.Frontend.MaxListen >= 0 {
+		t.Errorf("--keepalive 0 --max-listen-subscriptions 0: keepalive %v, max listen %d; want both negative", o.Frontend.KeepAlive, o.Frontend.MaxListen)
+	}
+}
+
+func TestParseEnvironment(t *testing.T) {
+	t.Setenv("MCPFLEET_NATS_URL", "nats://10.0.0.1:4222,nats://10.0.0.2:4222")
+	t.Setenv("MCPFLEET_LOG_LEVEL", "debug")
+	t.Setenv("MCPFLEET_TOOLS", "a_*, b")
+	t.Setenv("MCPFLEET_GREETING", "hej")
+	var greeting string
+	program := func(fs *flag.FlagSet) { fs.StringVar(&greeting, "greeting", "hello", "what to say") }
+	c, err := parse(t, roleWorker, []string{"--log-level", "warn"}, program)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.NATSURL != "nats://10.0.0.1:4222,nats://10.0.0.2:4222" {
+		t.Errorf("MCPFLEET_NATS_URL not used: %q", c.NATSURL)
+	}
+	if c.LogLevel != "warn" {
+		t.Errorf("the flag should win over the environment: %q", c.LogLevel)
+	}
+	if f := c.filter(); f == nil || strings.Join(f.Tools, "|") != "a_*|b" || f.Prompts != nil {
+		t.Errorf("MCPFLEET_TOOLS: filter %+v", f)
+	}
+	if greeting != "hej" {
+		t.Errorf("a program flag's twin MCPFLEET_GREETING not used: %q", greeting)
+	}
+}
+
+func TestParseInvalid(t *testing.T) {
+	tests := []struct {
+		role role
+		args []string
+		want string
+	}{
+		{roleFrontend, []string{"--listen", "nonsense"}, "--listen"},
+		{roleFrontend, []string{"--path", "mcp"}, "--path"},
+		{roleFrontend, []string{"--session-ttl", "0s"}, "--session-ttl"},
+		{roleFrontend, []string{"--max-body-bytes", "-1"}, "--max-body-bytes"},
+		{roleFrontend, []string{"--body-timeout", "0s"}, "--body-timeout"},
+		{roleFrontend, []string{"--redis-url", ""}, "--redis-url is required"},
+		{roleFrontend, []string{"--redis-url", "http://x"}, "--redis-url"},
+		{roleWorker, []string{"--nats-url", ""}, "--nats-url is required"},
+		{roleWorker, []string{"--state-key", "not base64!"}, "MCPFLEET_STATE_KEY"},
+		{roleWorker, []string{"--state-key", base64.StdEncoding.EncodeToString(make([]byte, 16))}, "32 bytes"},
+		{roleServe, []string{"--log-format", "xml"}, "--log-format"},
+		{roleServe, []string{"--log-level", "loud"}, "--log-level"},
+		{roleServe, []string{"--max-listen-subscriptions", "-2"}, "--max-listen-subscriptions"},
+		{roleStdio, []string{"--max-message-bytes", "0"}, "--max-message-bytes"},
+		{roleStdio, []string{"--listen", "127.0.0.1:1"}, "not defined"},
+		{roleFrontend, []string{"--state-key", "x"}, "not defined"},
+		{roleServe, []string{"extra"}, "unexpected arguments"},
+		{roleFrontend, []string{"--auth-audience", "https://x/mcp"}, "--auth-issuer is required"},
+		{roleFrontend, []string{"--auth-issuer", "https://as"}, "--auth-audience is required"},
+		{roleFrontend, []string{"--auth-issuer", "https://as", "--auth-audience", "https://x/mcp"}, "exactly one of --auth-jwks-file and --auth-jwks-url"},
+		{roleServe, []string{"--auth-issuer", "https://as", "--auth-audience", "https://x/mcp", "--auth-jwks-file", "a", "--auth-jwks-url", "b"}, "exactly one of"},
+	}
+	for _, tc := range tests {
+		_, err := parse(t, tc.role, tc.args, nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("parse(%v, %q) = %v, want an error mentioning %q", tc.role, tc.args, err, tc.want)
+		}
+	}
+}
+
+// Errors about a secret never quote it: not the state key, not a
+// password inside a URL.
+func TestParseErrorsKeepSecrets(t *testing.T) {
+	const secret = "hunter2hunter2"
+	for _, args := range [][]string{
+		{"--state-key", secret},
+		{"--state-key=" + secret + ",also-" + secret},
+	} {
+		_, err := parse(t, roleWorker, args, nil)
+		if err == nil || strings.Contains(err.Error(), secret) {
+			t.Errorf("parse(%q) = %v: want an error without the value", args, err)
+		}
+	}
+	t.Setenv(StateKeyEnv, secret)
+	if _, err := parse(t, roleWorker, nil, nil); err == nil || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), StateKeyEnv) {
+		t.Errorf("bad %s: %v: want an error naming the variable, not the value", StateKeyEnv, err)
+	}
+	t.Setenv(StateKeyEnv, "")
+	_, err := parse(t, roleFrontend, []string{"--redis-url", "http://:" + secret + "@redis:6379"}, nil)
+	if err == nil || strings.Contains(err.Error(), secret) {
+		t.Errorf("bad --redis-url: %v: want an error without the password", err)
+	}
+}
+
+func TestParseStateKeys(t *testing.T) {
+	k1, k2 := make([]byte, 32), make([]byte, 32)
+	k1[0], k2[0] = 1, 2
+	for _, s := range []string{
+		base64.StdEncoding.EncodeToString(k1) + "," + base64.RawURLEncoding.EncodeToString(k2),
+		" " + base64.RawStdEncoding.EncodeToString(k1) + " , " + base64.URLEncoding.EncodeToString(k2),
+	} {
+		key, old, err := ParseStateKeys(s)
+		if err != nil {
+			t.Fatalf("ParseStateKeys(%q): %v", s, err)
+		}
+		if key[0] != 1 || len(old) != 1 || old[0][0] != 2 {
+			t.Errorf("ParseStateKeys(%q) = %v, %v", s, key, old)
+		}
+	}
+	if _, _, err := ParseStateKeys(base64.StdEncoding.EncodeToString(k1) + ","); err == nil {
+		t.Error("a trailing comma (an empty key) was accepted")
+	}
+}
+
+// returns runs waitNone in a goroutine and reports whether it returned
+// before the hang guard (the behaviour under test is "returns", not how
+// fast).
+func returns(o *openConns, ctx context.Context, grace time.Duration, after func()) bool {
+	done := make(chan struct{})
+	go func() { o.waitNone(ctx, grace); close(done) }()
+	if after != nil {
+		after()
+	}
+	select {
+	case <-done:
+		return true
+	case <-time.After(30 * time.Second):
+		return false
+	}
+}
+
+// The drain grace waits for open connections only, within the grace or
+// the drain's context.
+func TestOpenConnsWaitNone(t *testing.T) {
+	var o openConns
+	if !returns(&o, context.Background(), time.Hour, nil) {
+		t.Fatal("no connection open, yet waitNone did not return")
+	}
+	o.track(nil, http.StateNew)
+	o.track(nil, http.StateActive)
+	if !returns(&o, context.Background(), time.Millisecond, nil) {
+		t.Fatal("a connection open: waitNone outlived its grace")
+	}
+	if !returns(&o, context.Background(), time.Hour, func() { o.track(nil, http.StateClosed) }) {
+		t.Fatal("the connection closed, yet waitNone did not return")
+	}
+	o.track(nil, http.StateNew)
+	o.track(nil, http.StateHijacked) // a listen stream taken over by the hub
+	if n := o.n.Load(); n != 0 {
+		t.Fatalf("%d connections counted after a hijack", n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	o.track(nil, http.StateNew)
+	if !returns(&o, ctx, time.Hour, cancel) {
+		t.Fatal("a cancelled drain: waitNone did not return")
+	}
+}

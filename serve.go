@@ -1,0 +1,161 @@
+package mcpfleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/pkg/mcp"
+)
+
+// Defaults of ServeOptions.
+const (
+	DefaultListen       = "127.0.0.1:8080"
+	DefaultPath         = "/mcp"
+	DefaultDrainTimeout = 30 * time.Second
+)
+
+// ServeOptions configure [RunServe] and [RunFrontend]: the endpoint (see
+// HandlerOptions) and its HTTP server.
+type ServeOptions struct {
+	HandlerOptions
+	// Listen is the HTTP address; empty means DefaultListen (loopback).
+	Listen string
+	// Path is the MCP endpoint's path; empty means DefaultPath. /healthz,
+	// /readyz and /metrics are served beside it.
+	Path string
+	// DrainTimeout bounds the drain once ctx ends; zero means
+	// DefaultDrainTimeout.
+	DrainTimeout time.Duration
+	// Ready, when set, is called with the listening address once the
+	// server accepts connections.
+	Ready func(addr string)
+}
+
+// RunServe runs the all-in-one until ctx ends, then drains: srv's
+// handlers in an in-process worker behind the HTTP endpoint, on an
+// embedded NATS server and an in-memory session store unless opts name
+// external ones. opts may be nil.
+func RunServe(ctx context.Context, srv *mcp.Server, opts *ServeOptions) error {
+	if srv == nil {
+		return errors.New("mcpfleet: RunServe needs a server")
+	}
+	o := ServeOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	o.Server = srv
+	return runHTTP(ctx, &o)
+}
+
+// RunFrontend runs an HTTP frontend until ctx ends, then drains: it holds
+// the client connections and streams and forwards every request over
+// NATS to the workers (opts.Server is ignored). Run any number behind a
+// load balancer with no affinity, sharing one Redis (opts.RedisURL).
+func RunFrontend(ctx context.Context, opts *ServeOptions) error {
+	o := ServeOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	o.Server = nil
+	return runHTTP(ctx, &o)
+}
+
+func runHTTP(ctx context.Context, o *ServeOptions) error {
+	if o.Listen == "" {
+		o.Listen = DefaultListen
+	}
+	if o.Path == "" {
+		o.Path = DefaultPath
+	}
+	if o.DrainTimeout <= 0 {
+		o.DrainTimeout = DefaultDrainTimeout
+	}
+	h, err := NewHandler(ctx, &o.HandlerOptions)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		_ = h.Shutdown(context.Background())
+		return fmt.Errorf("listening on %s: %w", o.Listen, err)
+	}
+	var conns openConns
+	hs := &http.Server{Handler: h.Router(o.Path), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		ConnState: conns.track}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	h.log.Info("mcpfleet serving", "url", "http://"+ln.Addr().String()+o.Path)
+	if o.Ready != nil {
+		o.Ready(ln.Addr().String())
+	}
+	select {
+	case err := <-errc:
+		_ = h.Shutdown(context.Background())
+		return err
+	case <-ctx.Done():
+	}
+	h.log.Info("draining frontend")
+	dctx, cancel := context.WithTimeout(context.Background(), o.DrainTimeout)
+	defer cancel()
+	// For a moment, go on serving but close each connection after its
+	// answer (and report not ready): closing a kept-alive connection, or
+	// the listener, while a proxy sends a request on it would lose that
+	// request (nginx does not retry a POST). Then stop accepting.
+	h.Leave()
+	conns.waitNone(dctx, drainGrace(o.DrainTimeout))
+	// Stop accepting at once (a proxy sends new requests to the other
+	// frontends; idle keep-alive connections close) while the requests in
+	// flight finish and listen streams get their final result.
+	herrc := make(chan error, 1)
+	go func() { herrc <- hs.Shutdown(dctx) }()
+	ferr := h.Shutdown(dctx)
+	herr := <-herrc
+	if errors.Is(herr, http.ErrServerClosed) || errors.Is(herr, net.ErrClosed) {
+		herr = nil
+	}
+	return errors.Join(ferr, herr)
+}
+
+// drainGrace is how long a draining frontend keeps answering on its open
+// connections (each closed after its answer) before it closes the idle
+// ones: a tenth of the drain timeout, at most a second.
+func drainGrace(timeout time.Duration) time.Duration {
+	return min(timeout/10, time.Second)
+}
+
+// openConns counts an http.Server's connections that are open and not
+// taken over (hijacked listen streams belong to the hub).
+type openConns struct{ n atomic.Int64 }
+
+func (o *openConns) track(_ net.Conn, st http.ConnState) {
+	switch st {
+	case http.StateNew:
+		o.n.Add(1)
+	case http.StateClosed, http.StateHijacked:
+		o.n.Add(-1)
+	}
+}
+
+// waitNone returns once no connection is open, after at most grace, or
+// when ctx ends: a drain with nothing to close after each answer does not
+// wait.
+func (o *openConns) waitNone(ctx context.Context, grace time.Duration) {
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for o.n.Load() > 0 {
+		select {
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}

@@ -1,0 +1,160 @@
+package mcpfleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/pkg/bus"
+	"github.com/mcpfleet/mcpfleet/pkg/mcp"
+	"github.com/mcpfleet/mcpfleet/pkg/worker"
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// WorkerOptions configure [RunWorker]. The zero value connects to
+// DefaultNATSURL and needs a state key (StateKey, or
+// mcp.ServerOptions.StateKey).
+type WorkerOptions struct {
+	// NATS is an open connection to use; RunWorker drains its own
+	// subscriptions but does not close it. Nil: connect to NATSURL.
+	NATS *nats.Conn
+	// NATSURL is the NATS server (a comma-separated list for a cluster);
+	// empty means DefaultNATSURL.
+	NATSURL string
+	// StateKey (mcp.StateKeySize bytes) seals 2026-07-28 requestState and
+	// must be the same on every worker; OldStateKeys still open states
+	// sealed before a rotation. Nil: the server's configured key, and
+	// without one RunWorker fails with ErrNoStateKey.
+	StateKey     []byte
+	OldStateKeys [][]byte
+	// Worker configures the worker: its id, the tools, prompts and
+	// resources it serves (Filter), caps and timeouts (see
+	// worker.Options). Its Logger and Metrics are filled in when nil.
+	Worker worker.Options
+	// AdminListen, when set, serves /healthz, /readyz (NATS connected)
+	// and /metrics on this address. Empty: none.
+	AdminListen string
+	// Registry receives the worker's metrics; nil means a new registry
+	// (NewRegistry).
+	Registry *prometheus.Registry
+	// DrainTimeout bounds the drain once ctx ends; zero means
+	// DefaultDrainTimeout.
+	DrainTimeout time.Duration
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+	// Ready, when set, is called once the worker takes requests.
+	Ready func()
+}
+
+// RunWorker serves srv's tools, prompts and resources to the frontends
+// over NATS until ctx ends, then drains: it leaves the queue groups
+// (requests already routed to it are still served) and waits for its
+// requests, within DrainTimeout. opts may be nil.
+func RunWorker(ctx context.Context, srv *mcp.Server, opts *WorkerOptions) error {
+	if srv == nil {
+		return errNoServer
+	}
+	o := WorkerOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if o.DrainTimeout <= 0 {
+		o.DrainTimeout = DefaultDrainTimeout
+	}
+	if err := installStateKey(srv, o.StateKey, o.OldStateKeys, true); err != nil {
+		return err
+	}
+	nc := o.NATS
+	if nc == nil {
+		url := o.NATSURL
+		if url == "" {
+			url = DefaultNATSURL
+		}
+		var err error
+		if nc, err = bus.Connect(url, &bus.ConnectOptions{Name: "mcpfleet-worker", Logger: log}); err != nil {
+			return err
+		}
+		defer nc.Close()
+	}
+	reg := o.Registry
+	if reg == nil {
+		reg = NewRegistry()
+	}
+	wo := o.Worker
+	if wo.Logger == nil {
+		wo.Logger = log
+	}
+	if wo.Metrics == nil {
+		wo.Metrics = worker.NewMetrics(reg)
+	}
+	w, err := worker.New(nc, srv, &wo)
+	if err != nil {
+		return err
+	}
+	if err := w.Start(ctx); err != nil {
+		return err
+	}
+	stopAdmin, err := serveAdmin(o.AdminListen, func() error {
+		if !nc.IsConnected() {
+			return errors.New("NATS is not connected")
+		}
+		return nil
+	}, reg, log)
+	if err != nil {
+		_ = w.Shutdown(context.Background())
+		return err
+	}
+	defer stopAdmin()
+	if o.Ready != nil {
+		o.Ready()
+	}
+	<-ctx.Done()
+	log.Info("draining worker")
+	dctx, cancel := context.WithTimeout(context.Background(), o.DrainTimeout)
+	defer cancel()
+	err = w.Shutdown(dctx)
+	if o.NATS == nil {
+		_ = nc.Drain()
+	}
+	return err
+}
+
+// serveAdmin serves /healthz, /readyz (ready() nil) and /metrics on addr,
+// when set. The returned func stops it.
+func serveAdmin(addr string, ready func() error, reg *prometheus.Registry, log *slog.Logger) (func(), error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := ready(); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ready\n"))
+	})
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w", addr, err)
+	}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	log.Info("admin http serving", "url", "http://"+ln.Addr().String())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(ctx)
+	}, nil
+}
