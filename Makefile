@@ -16,9 +16,12 @@ build:
 deps:
 	./scripts/deps.sh
 
+# gofmt covers every directory, bench/peers included; go vet runs in both
+# modules (bench/peers is its own module, outside the root's ./...).
 vet:
 	@test -z "$$(gofmt -l . | grep -v '^.cache/' | tee /dev/stderr)" || (echo "gofmt: the files above need formatting" && exit 1)
 	go vet ./...
+	cd bench/peers && go vet ./...
 
 gotest:
 	go test -race -count=1 -timeout 20m ./...
@@ -72,7 +75,7 @@ fmt:
 
 lint: vet
 
-# mcpfleet beside the peer Go MCP servers of ../shared/bench (echo tool at
+# mcpfleet beside the peer Go MCP servers of bench/peers (echo tool at
 # c=1, 16, 64: all-in-one, cluster, go-sdk, mcp-go, floor), then the scale
 # figures and the targets. BENCH_DURATION (default 5s) is each run's
 # measured time; scripts/bench.sh lists the other knobs.

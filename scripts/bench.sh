@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make bench: mcpfleet side by side with the peer Go MCP servers of
-# ../shared/bench (go-sdk, mcp-go, a bare net/http floor), then the scale
-# figures, then the project's targets with PASS/FAIL.
+# bench/peers (go-sdk, mcp-go, a bare net/http floor; their own Go module,
+# see bench/peers/README.md), then the scale figures, then the project's
+# targets with PASS/FAIL.
 #
 # Every configuration calls the echo tool at each concurrency of
 # BENCH_CONCURRENCY with `mcpfleet bench`; every server is started here, on
@@ -17,7 +18,6 @@
 #   BENCH_LISTENS        idle listen streams, and fan-out streams [10000]
 #   BENCH_FANOUT_EVENTS  touch_resource events of the fan-out [20]
 #   BENCH_OUT            results (results.jsonl) and server logs [.cache/bench]
-#   MCPFLEET_SHARED      the shared folder holding bench/ [../shared]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -28,7 +28,7 @@ CONCS=${BENCH_CONCURRENCY:-"1 16 64"}
 IDLE_SESSIONS=${BENCH_IDLE_SESSIONS:-1000}
 LISTENS=${BENCH_LISTENS:-10000}
 EVENTS=${BENCH_FANOUT_EVENTS:-20}
-SHARED=${MCPFLEET_SHARED:-$root/../shared}
+PEERS=$root/bench/peers
 OUT=${BENCH_OUT:-$root/.cache/bench}
 
 GOBIN=$(go env GOPATH)/bin
@@ -39,7 +39,7 @@ die() { echo "bench: $*" >&2; exit 1; }
 errors=0
 fail() { echo "bench: ERROR: $*" >&2; errors=$((errors + 1)); }
 
-[ -d "$SHARED/bench/cmd" ] || die "$SHARED/bench is missing (the peer servers); set MCPFLEET_SHARED"
+[ -f "$PEERS/go.mod" ] || die "$PEERS is missing (the peer servers)"
 [ -x "$NATS" ] || die "nats-server is missing; run 'make deps'"
 [ -x "$REDIS" ] || die "redis-server is missing; run 'make deps'"
 
@@ -163,11 +163,9 @@ echo "$(go version); kernel $(uname -r); $(grep -m1 'model name' /proc/cpuinfo |
 echo "duration ${DUR} + warm-up ${WARM} per run; concurrency ${CONCS}; open files limit $(ulimit -n); results in $results"
 
 echo "== building"
-cp -r "$SHARED/bench" "$work/peers" || die "copying $SHARED/bench"
-chmod -R u+w "$work/peers"
-(cd "$work/peers" && go build -o "$bin/" ./cmd/gosdkserver ./cmd/mcpgoserver ./cmd/floorserver) || die "building the peer servers"
+(cd "$PEERS" && go build -o "$bin/" ./cmd/gosdkserver ./cmd/mcpgoserver ./cmd/floorserver) || die "building the peer servers"
 go build -o "$bin/" ./cmd/mcpfleet ./cmd/frontend ./cmd/worker || die "building mcpfleet"
-grep -E 'mark3labs/mcp-go|modelcontextprotocol/go-sdk' "$work/peers/go.mod" | sed 's/^[[:space:]]*/peer: /'
+grep -E 'mark3labs/mcp-go|modelcontextprotocol/go-sdk' "$PEERS/go.mod" | sed 's/^[[:space:]]*/peer: /'
 echo "nats-server: $("$NATS" --version 2>&1 | head -1); redis-server: $("$REDIS" --version | head -1 | cut -d' ' -f3)"
 
 STATE_KEY=$(head -c 32 /dev/urandom | base64)

@@ -2,8 +2,9 @@
 // or external nats-server, a real redis-server (through
 // internal/testutil), the mcpfleet binaries built from this checkout, and
 // an in-process all-in-one. It also validates server messages against the
-// official MCP JSON schemas in ../shared/spec.
+// official MCP JSON schemas committed in testdata/spec (see
+// testdata/spec/SOURCE.txt).
 //
-// Missing dependencies (nats-server, redis-server, the shared spec) fail
+// Missing dependencies (nats-server, redis-server, a schema file) fail
 // the test loudly with the command that fixes them; nothing is skipped.
 package testenv

@@ -27,17 +27,6 @@ func ModuleRoot(tb testing.TB) string {
 	}
 }
 
-// SharedDir returns ../shared beside the checkout (the spec schemas, the
-// conformance notes, the bench peers).
-func SharedDir(tb testing.TB) string {
-	tb.Helper()
-	d := filepath.Join(ModuleRoot(tb), "..", "shared")
-	if _, err := os.Stat(filepath.Join(d, "spec")); err != nil {
-		tb.Fatalf("testenv: %s/spec is missing: the tests need ../shared beside the checkout", d)
-	}
-	return d
-}
-
 // FindBinary looks name up in PATH and in $(go env GOPATH)/bin.
 func FindBinary(tb testing.TB, name, fix string) string {
 	tb.Helper()

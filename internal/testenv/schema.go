@@ -12,7 +12,8 @@ import (
 )
 
 // Schemas validates messages against one version of the official MCP JSON
-// schema (../shared/spec/<version>/schema.json).
+// schema (testdata/spec/<version>/schema.json under the module root, copied
+// verbatim from the specification repository; see testdata/spec/SOURCE.txt).
 type Schemas struct {
 	version string
 	defs    json.RawMessage
@@ -26,6 +27,7 @@ var (
 )
 
 // SchemasFor loads the schema of version ("2025-11-25" or "2026-07-28").
+// A missing or unreadable schema file fails the test.
 func SchemasFor(tb testing.TB, version string) *Schemas {
 	tb.Helper()
 	schemasMu.Lock()
@@ -33,9 +35,10 @@ func SchemasFor(tb testing.TB, version string) *Schemas {
 	if s := schemas[version]; s != nil {
 		return s
 	}
-	raw, err := os.ReadFile(filepath.Join(SharedDir(tb), "spec", version, "schema.json"))
+	path := filepath.Join(ModuleRoot(tb), "testdata", "spec", version, "schema.json")
+	raw, err := os.ReadFile(path)
 	if err != nil {
-		tb.Fatalf("testenv: reading the %s schema: %v", version, err)
+		tb.Fatalf("testenv: reading the %s schema (%s, recorded in testdata/spec/SOURCE.txt): %v", version, path, err)
 	}
 	var doc struct {
 		Defs json.RawMessage `json:"$defs"`

@@ -1,6 +1,11 @@
 package testenv
 
-import "testing"
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+)
 
 func TestSchemasValidate(t *testing.T) {
 	s := SchemasFor(t, "2025-11-25")
@@ -16,5 +21,31 @@ func TestSchemasValidate(t *testing.T) {
 	m := SchemasFor(t, "2026-07-28")
 	if err := m.ValidateMessage("tools/list", []byte(`{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}`)); err == nil {
 		t.Fatal("a 2026 result without resultType was accepted")
+	}
+}
+
+// fatalTB records the first Fatalf and stops its goroutine, as a test would.
+type fatalTB struct {
+	testing.TB
+	msg string
+}
+
+func (f *fatalTB) Fatalf(format string, args ...any) {
+	f.msg = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+// A schema file missing from testdata/spec fails the test, naming the file.
+func TestSchemasForMissingFails(t *testing.T) {
+	f := &fatalTB{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		SchemasFor(f, "1999-01-01")
+		t.Error("SchemasFor returned for a version without a schema file")
+	}()
+	<-done
+	if !strings.Contains(f.msg, "testdata/spec/1999-01-01/schema.json") {
+		t.Fatalf("Fatalf message %q does not name the missing file", f.msg)
 	}
 }
