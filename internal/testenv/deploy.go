@@ -47,6 +47,10 @@ type ClusterOptions struct {
 	// Persistent runs a redis-server with append-only persistence that the
 	// test can restart (Cluster.Redis); otherwise a throwaway one.
 	Persistent bool
+	// WorkerCommand, when set, runs each worker as this command (a binary
+	// and its first arguments, e.g. an example's binary and "worker")
+	// instead of the worker binary with the conformance fixture.
+	WorkerCommand []string
 	// Nginx puts nginx (round robin, no stickiness, SSE-safe: the settings
 	// of scripts/cluster.sh) in front of the frontends; its URL is
 	// Cluster.ProxyURL.
@@ -70,11 +74,15 @@ func StartCluster(tb testing.TB, opts ClusterOptions) *Cluster {
 		c.RedisURL = testutil.StartRedis(tb)
 	}
 	wargs := opts.WorkerArgs
-	if !opts.NoFixture {
-		wargs = append([]string{"--fixture", "conformance"}, wargs...)
+	command := opts.WorkerCommand
+	if command == nil {
+		command = []string{filepath.Join(Binaries(tb), "worker")}
+		if !opts.NoFixture {
+			wargs = append([]string{"--fixture", "conformance"}, wargs...)
+		}
 	}
 	for i := 0; i < opts.Workers; i++ {
-		c.Workers = append(c.Workers, StartWorker(tb, c.NATSURL, wargs...))
+		c.Workers = append(c.Workers, StartWorkerCommand(tb, command, c.NATSURL, wargs...))
 	}
 	fargs := opts.FrontendArgs
 	var proxyPort int

@@ -92,3 +92,31 @@ type buildError struct {
 }
 
 func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
+
+var (
+	examplesMu sync.Mutex
+	examples   = map[string]string{}
+)
+
+// BuildExample builds examples/<name>, its own Go module (with a replace
+// to this checkout), once per test process and returns the binary.
+func BuildExample(tb testing.TB, name string) string {
+	tb.Helper()
+	examplesMu.Lock()
+	defer examplesMu.Unlock()
+	if bin := examples[name]; bin != "" {
+		return bin
+	}
+	dir, err := os.MkdirTemp("", "mcpfleet-example-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	bin := filepath.Join(dir, name)
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir = filepath.Join(ModuleRoot(tb), "examples", name)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("testenv: building examples/%s: %v\n%s", name, err, out)
+	}
+	examples[name] = bin
+	return bin
+}

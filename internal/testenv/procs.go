@@ -213,7 +213,7 @@ func startRedisDir(tb testing.TB, bin, dir string, port int) (*Proc, string) {
 	return p, "redis://" + addr + "/0"
 }
 
-var servingRE = regexp.MustCompile(`msg="mcpfleet serving" url=(\S+)`)
+var ServingRE = regexp.MustCompile(`msg="mcpfleet serving" url=(\S+)`)
 
 // StartMCPFleet runs the all-in-one binary with extra args on a free port
 // and returns the process and the MCP endpoint URL.
@@ -221,7 +221,7 @@ func StartMCPFleet(tb testing.TB, args ...string) (*Proc, string) {
 	tb.Helper()
 	bin := filepath.Join(Binaries(tb), "mcpfleet")
 	p := Start(tb, "mcpfleet", bin, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
-	return p, p.WaitLog(tb, servingRE, 20*time.Second)
+	return p, p.WaitLog(tb, ServingRE, 20*time.Second)
 }
 
 // StartFrontend runs a frontend process and returns it and its endpoint URL.
@@ -230,7 +230,7 @@ func StartFrontend(tb testing.TB, natsURL, redisURL string, args ...string) (*Pr
 	bin := filepath.Join(Binaries(tb), "frontend")
 	// Text logs: the tests read them with regular expressions.
 	p := Start(tb, "frontend", bin, append([]string{"--listen", "127.0.0.1:0", "--nats-url", natsURL, "--redis-url", redisURL, "--log-format", "text"}, args...)...)
-	return p, p.WaitLog(tb, servingRE, 20*time.Second)
+	return p, p.WaitLog(tb, ServingRE, 20*time.Second)
 }
 
 var workerRE = regexp.MustCompile(`msg="worker serving"`)
@@ -243,8 +243,16 @@ var StateKey = base64.StdEncoding.EncodeToString(mcp.RandomStateKey())
 // serves.
 func StartWorker(tb testing.TB, natsURL string, args ...string) *Proc {
 	tb.Helper()
-	bin := filepath.Join(Binaries(tb), "worker")
-	p := Start(tb, "worker", bin, append([]string{"--nats-url", natsURL, "--log-format", "text", "--state-key", StateKey}, args...)...)
+	return StartWorkerCommand(tb, []string{filepath.Join(Binaries(tb), "worker")}, natsURL, args...)
+}
+
+// StartWorkerCommand runs command (a binary and its first arguments: an
+// example's binary and "worker", say) as a worker on natsURL with
+// StateKey and args, and waits until it serves.
+func StartWorkerCommand(tb testing.TB, command []string, natsURL string, args ...string) *Proc {
+	tb.Helper()
+	full := append(append(command[1:len(command):len(command)], "--nats-url", natsURL, "--log-format", "text", "--state-key", StateKey), args...)
+	p := Start(tb, "worker", command[0], full...)
 	p.WaitLog(tb, workerRE, 20*time.Second)
 	return p
 }
