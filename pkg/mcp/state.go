@@ -24,7 +24,7 @@ const StateKeySize = 32
 // first key seals, all of them open. Safe for concurrent use.
 type sealer struct {
 	keys       []sealKey // keys[0] seals
-	configured bool      // the keys were given (ServerOptions.StateKey, SetStateKeys), not made up
+	configured bool      // the keys were given (ServerOptions.StateKey, SetStateKeys), not generated
 }
 
 type sealKey struct {
@@ -71,7 +71,7 @@ func (s *Server) SetStateKeys(key []byte, old ...[]byte) error {
 
 // StateKeyConfigured reports whether the requestState key was chosen by
 // the program ([ServerOptions.StateKey] or [Server.SetStateKeys]) rather
-// than made up at random by [NewServer], which is fine for one process
+// than generated at random by [NewServer], which is fine for one process
 // but not for a cluster, where every worker must share it.
 func (s *Server) StateKeyConfigured() bool { return s.sealer.Load().configured }
 
