@@ -88,7 +88,7 @@ func TestAuthentication(t *testing.T) {
 	}
 	if err := srv.AddTool(&protocol.Tool{Name: "whoami", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(ctx context.Context, req *mcp.Request, _ json.RawMessage) (*protocol.CallToolResult, error) {
-			return mcp.TextResult(req.Principal), nil
+			return mcp.TextResult(req.Principal()), nil
 		}); err != nil {
 		t.Fatal(err)
 	}

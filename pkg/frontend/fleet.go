@@ -402,14 +402,14 @@ func (f *Frontend) routeFor(era protocol.Era, method string, head *protocol.Para
 // the union when a pool is known; ok is false otherwise.
 func (f *Frontend) answerFromCatalog(era protocol.Era, msg *protocol.Message, meta *protocol.RequestMeta) (resp []byte, ok bool) {
 	v := f.fleet.view.Load()
-	if !v.live || !mcp.CatalogMethods[msg.Method] {
+	if !v.live || !mcp.IsCatalogMethod(msg.Method) {
 		return nil, false
 	}
-	req := &mcp.Request{Method: msg.Method, ID: msg.ID, Era: era, Features: mcp.Features{Listen: true, SessionStream: true, Tasks: true}}
+	in := mcp.RequestInit{Method: msg.Method, ID: msg.ID, Era: era, Features: mcp.Features{Listen: true, SessionStream: true, Tasks: true}}
 	if meta != nil && meta.ProtocolVersion != nil {
-		req.ProtocolVersion = *meta.ProtocolVersion
+		in.ProtocolVersion = *meta.ProtocolVersion
 	}
-	res, _, err := v.cat.Answer(req, msg.Params)
+	res, _, err := v.cat.Answer(mcp.NewRequest(&in), msg.Params)
 	if err != nil {
 		pe, isPE := err.(*protocol.Error)
 		if !isPE {

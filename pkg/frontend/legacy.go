@@ -21,7 +21,7 @@ const storeTimeout = 5 * time.Second
 func (f *Frontend) postLegacy(w http.ResponseWriter, r *http.Request, msg *protocol.Message, head *protocol.ParamsHead, body []byte) {
 	if v := r.Header.Get(hdrProtocolVersion); v != "" && !protocol.IsLegacyVersion(v) {
 		writeError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidRequest,
-			"Bad Request: unsupported MCP-Protocol-Version %q (supported: %v)", v, protocol.SupportedVersions))
+			"Bad Request: unsupported MCP-Protocol-Version %q (supported: %v)", v, protocol.SupportedVersions()))
 		return
 	}
 	if msg.Kind() == protocol.KindRequest && msg.Method == protocol.MethodInitialize {
@@ -57,7 +57,7 @@ type claim struct {
 // forwarded reports whether a legacy message is a request the workers run
 // (and so claims its id).
 func forwarded(msg *protocol.Message) bool {
-	return msg.Kind() == protocol.KindRequest && protocol.IsEraMethod(protocol.EraLegacy, msg.Method) && !mcp.CatalogMethods[msg.Method] &&
+	return msg.Kind() == protocol.KindRequest && protocol.IsEraMethod(protocol.EraLegacy, msg.Method) && !mcp.IsCatalogMethod(msg.Method) &&
 		msg.Method != protocol.MethodPing && msg.Method != protocol.MethodLoggingSetLevel
 }
 

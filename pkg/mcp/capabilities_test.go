@@ -93,15 +93,13 @@ func TestDiscoverCapabilitiesFollowListen(t *testing.T) {
 			continue
 		}
 		t.Run(tc.name, func(t *testing.T) {
-			req := modernReq(protocol.MethodServerDiscover)
-			req.Features = tc.features
-			raw := mustResult(t, s, req, `{}`)
+			in := modernInit(protocol.MethodServerDiscover)
+			in.Features = tc.features
+			raw := mustResult(t, s, mcp.NewRequest(in), `{}`)
 			validate(t, protocol.Version20260728, "DiscoverResult", raw)
 			wantJSON(t, members(t, raw)["capabilities"], tc.want)
 
-			req = modernReq(protocol.MethodServerDiscover)
-			req.Features = tc.features
-			res, handled, err := s.Catalog().Answer(req, json.RawMessage(`{}`))
+			res, handled, err := s.Catalog().Answer(mcp.NewRequest(in), json.RawMessage(`{}`))
 			if !handled || err != nil {
 				t.Fatalf("Catalog.Answer(server/discover): handled %v, err %v", handled, err)
 			}

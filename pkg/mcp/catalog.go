@@ -241,38 +241,46 @@ func SameLists(a, b *Catalog) (changed []string) {
 	return changed
 }
 
-// CatalogMethods are the methods a Catalog answers.
-var CatalogMethods = map[string]bool{
-	protocol.MethodInitialize: true, protocol.MethodServerDiscover: true,
-	protocol.MethodToolsList: true, protocol.MethodPromptsList: true,
-	protocol.MethodResourcesList: true, protocol.MethodResourcesTemplatesList: true,
+// IsCatalogMethod reports whether a Catalog answers method: initialize,
+// server/discover and the list methods (tools, prompts, resources,
+// resource templates). In a cluster the frontends answer them from the
+// workers' announced catalogs without running worker code, so they never
+// pass through a [Middleware].
+func IsCatalogMethod(method string) bool {
+	switch method {
+	case protocol.MethodInitialize, protocol.MethodServerDiscover,
+		protocol.MethodToolsList, protocol.MethodPromptsList,
+		protocol.MethodResourcesList, protocol.MethodResourcesTemplatesList:
+		return true
+	}
+	return false
 }
 
-// Answer serves req from the catalog when its method is one of
-// CatalogMethods (handled is false otherwise): the result is finished for
-// the request's era (resultType, serverInfo, caching hints on modern).
+// Answer serves req from the catalog when [IsCatalogMethod] holds for its
+// method (handled is false otherwise): the result is finished for the
+// request's era (resultType, serverInfo, caching hints on modern).
 func (c *Catalog) Answer(req *Request, params json.RawMessage) (res protocol.Result, handled bool, err error) {
-	if !CatalogMethods[req.Method] {
+	if !IsCatalogMethod(req.in.Method) {
 		return nil, false, nil
 	}
 	if len(params) == 0 {
 		params = json.RawMessage("{}")
 	}
 	res, err = c.answer(req, params)
-	if err == nil && req.Era == protocol.EraModern {
+	if err == nil && req.in.Era == protocol.EraModern {
 		finishModern(&c.Info, c.CacheTTLMs, c.CacheScope, req, res)
 	}
 	return res, true, err
 }
 
 func (c *Catalog) answer(req *Request, params json.RawMessage) (protocol.Result, error) {
-	caps := c.Capabilities(req.Era, req.Features)
+	caps := c.Capabilities(req.in.Era, req.in.Features)
 	size := c.PageSize
 	if size <= 0 {
 		size = 500
 	}
 	x := c.idx()
-	switch req.Method {
+	switch req.in.Method {
 	case protocol.MethodInitialize:
 		var p protocol.InitializeParams
 		if err := decodeParams(params, &p); err != nil {
@@ -283,13 +291,13 @@ func (c *Catalog) answer(req *Request, params json.RawMessage) (protocol.Result,
 		}
 		return &protocol.InitializeResult{
 			ProtocolVersion: protocol.NegotiateLegacy(p.ProtocolVersion),
-			Capabilities:    c.Capabilities(protocol.EraLegacy, req.Features),
+			Capabilities:    c.Capabilities(protocol.EraLegacy, req.in.Features),
 			ServerInfo:      c.Info,
 			Instructions:    c.Instructions,
 		}, nil
 	case protocol.MethodServerDiscover:
 		return &protocol.DiscoverResult{
-			SupportedVersions: slices.Clone(protocol.SupportedVersions),
+			SupportedVersions: protocol.SupportedVersions(),
 			Capabilities:      caps,
 			Instructions:      c.Instructions,
 		}, nil
@@ -298,16 +306,16 @@ func (c *Catalog) answer(req *Request, params json.RawMessage) (protocol.Result,
 	if err := decodeParams(params, &p); err != nil {
 		return nil, err
 	}
-	switch req.Method {
+	switch req.in.Method {
 	case protocol.MethodToolsList:
 		from, to, next, err := pageBounds(x.toolNames, p.Cursor, size)
 		if err != nil {
 			return nil, err
 		}
-		return &protocol.ListToolsResult{Tools: withoutExecution(page(c.Tools[from:to]), req.Era == protocol.EraModern || !req.Features.Tasks), NextCursor: next}, nil
+		return &protocol.ListToolsResult{Tools: withoutExecution(page(c.Tools[from:to]), req.in.Era == protocol.EraModern || !req.in.Features.Tasks), NextCursor: next}, nil
 	case protocol.MethodPromptsList:
 		if caps.Prompts == nil {
-			return nil, methodNotFound(req.Method)
+			return nil, methodNotFound(req.in.Method)
 		}
 		from, to, next, err := pageBounds(x.promptNames, p.Cursor, size)
 		if err != nil {
@@ -316,7 +324,7 @@ func (c *Catalog) answer(req *Request, params json.RawMessage) (protocol.Result,
 		return &protocol.ListPromptsResult{Prompts: page(c.Prompts[from:to]), NextCursor: next}, nil
 	case protocol.MethodResourcesList:
 		if caps.Resources == nil {
-			return nil, methodNotFound(req.Method)
+			return nil, methodNotFound(req.in.Method)
 		}
 		from, to, next, err := pageBounds(x.resourceURIs, p.Cursor, size)
 		if err != nil {
@@ -325,7 +333,7 @@ func (c *Catalog) answer(req *Request, params json.RawMessage) (protocol.Result,
 		return &protocol.ListResourcesResult{Resources: page(c.Resources[from:to]), NextCursor: next}, nil
 	default: // resources/templates/list
 		if caps.Resources == nil {
-			return nil, methodNotFound(req.Method)
+			return nil, methodNotFound(req.in.Method)
 		}
 		from, to, next, err := pageBounds(x.templateURIs, p.Cursor, size)
 		if err != nil {

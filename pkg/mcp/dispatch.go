@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 )
@@ -17,18 +18,21 @@ import (
 // -32603 (with a generic message; the detail is logged). params are the
 // request's raw params (nil when absent).
 //
-// On modern requests Handle fills resultType, the serverInfo _meta and the
-// caching hints of cacheable results. A handler panic is recovered into
-// -32603.
+// Every method but the catalog methods ([IsCatalogMethod]) runs through the
+// server's [Middleware]. On modern requests Handle fills resultType, the
+// serverInfo _meta and the caching hints of cacheable results. A panic in
+// a handler or a middleware is recovered into -32603.
 func (s *Server) Handle(ctx context.Context, req *Request, params json.RawMessage) (res protocol.Result, err error) {
 	req.srv = s
-	if req.ClientCapabilities == nil {
-		req.ClientCapabilities = &protocol.ClientCapabilities{}
+	if req.in.ClientCapabilities == nil {
+		req.in.ClientCapabilities = &protocol.ClientCapabilities{}
 	}
 	if len(params) == 0 {
 		params = json.RawMessage("{}")
 	}
 	var head struct {
+		Name lenientString `json:"name"`
+		URI  lenientString `json:"uri"`
 		Meta *struct {
 			ProgressToken json.RawMessage `json:"progressToken"`
 			Traceparent   string          `json:"traceparent"`
@@ -38,6 +42,12 @@ func (s *Server) Handle(ctx context.Context, req *Request, params json.RawMessag
 	if err := json.Unmarshal(params, &head); err != nil {
 		return nil, protocol.NewError(protocol.CodeInvalidParams, "invalid params: %v", err)
 	}
+	switch req.in.Method {
+	case protocol.MethodToolsCall, protocol.MethodPromptsGet:
+		req.name = string(head.Name)
+	case protocol.MethodResourcesRead, protocol.MethodResourcesSubscribe, protocol.MethodResourcesUnsubscribe:
+		req.name = string(head.URI)
+	}
 	if head.Meta != nil {
 		if tok := head.Meta.ProgressToken; len(tok) > 0 && string(tok) != "null" {
 			if c := tok[0]; c != '"' && c != '-' && (c < '0' || c > '9') {
@@ -46,17 +56,17 @@ func (s *Server) Handle(ctx context.Context, req *Request, params json.RawMessag
 			req.progressToken = tok
 		}
 		if head.Meta.Traceparent != "" {
-			req.Traceparent, req.Tracestate = head.Meta.Traceparent, head.Meta.Tracestate
+			req.in.Traceparent, req.in.Tracestate = head.Meta.Traceparent, head.Meta.Tracestate
 		}
 	}
 	ctx = withTraceContext(ctx, req)
 	defer func() {
 		if p := recover(); p != nil {
-			s.log.Error("mcp: handler panic", "method", req.Method, "panic", p, "stack", string(debug.Stack()))
+			s.log.Error("mcp: handler panic", "method", req.in.Method, "panic", p, "stack", string(debug.Stack()))
 			res, err = nil, protocol.NewError(protocol.CodeInternalError, "internal error")
 		}
 	}()
-	if req.Era == protocol.EraModern && mrtrMethods[req.Method] {
+	if req.in.Era == protocol.EraModern && mrtrMethods[req.in.Method] {
 		if err := s.startMRTR(req, params); err != nil {
 			return nil, err
 		}
@@ -72,10 +82,29 @@ func (s *Server) Handle(ctx context.Context, req *Request, params json.RawMessag
 	if err != nil {
 		return nil, s.toProtocolError(req, err)
 	}
-	if req.Era == protocol.EraModern {
+	if req.in.Era == protocol.EraModern {
 		finishModern(&s.info, s.opts.CacheTTL.Milliseconds(), s.opts.CacheScope, req, res)
 	}
 	return res, nil
+}
+
+// lenientString decodes a JSON string and ignores any other value: the
+// head of Handle reads name and uri for every method, and must not refuse
+// params where they mean something else (the method's own decode reports a
+// wrong type).
+type lenientString string
+
+func (l *lenientString) UnmarshalJSON(b []byte) error {
+	if len(b) < 2 || b[0] != '"' {
+		return nil
+	}
+	for _, c := range b[1 : len(b)-1] {
+		if c == '\\' || c >= utf8.RuneSelf {
+			return json.Unmarshal(b, (*string)(l)) // escapes or non-ASCII: as encoding/json decodes them
+		}
+	}
+	*l = lenientString(b[1 : len(b)-1]) // plain ASCII, the common case: no second decode
+	return nil
 }
 
 func (s *Server) toProtocolError(req *Request, err error) *protocol.Error {
@@ -86,7 +115,7 @@ func (s *Server) toProtocolError(req *Request, err error) *protocol.Error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return protocol.NewError(protocol.CodeInternalError, "request cancelled or timed out")
 	}
-	s.log.Warn("mcp: handler error", "method", req.Method, "err", err)
+	s.log.Warn("mcp: handler error", "method", req.in.Method, "err", err)
 	return protocol.NewError(protocol.CodeInternalError, "internal error")
 }
 
@@ -130,31 +159,37 @@ func decodeParams(params json.RawMessage, v any) error {
 	return nil
 }
 
+// dispatch answers catalog methods from the catalog and runs every other
+// method through the middleware chain of the current registry snapshot.
 func (s *Server) dispatch(ctx context.Context, req *Request, params json.RawMessage) (protocol.Result, error) {
-	r := s.reg.Load()
-	cat := s.Catalog()
-	if CatalogMethods[req.Method] {
-		return cat.answer(req, params)
+	if IsCatalogMethod(req.in.Method) {
+		return s.Catalog().answer(req, params)
 	}
-	caps := cat.Capabilities(req.Era, req.Features)
-	switch req.Method {
+	return s.reg.Load().handle(ctx, req, params)
+}
+
+// serve is the innermost MethodHandler of registry r: the method's own
+// handling.
+func (s *Server) serve(ctx context.Context, req *Request, r *registry, params json.RawMessage) (protocol.Result, error) {
+	caps := s.Catalog().Capabilities(req.in.Era, req.in.Features)
+	switch req.in.Method {
 	case protocol.MethodPing:
 		return &protocol.EmptyResult{}, nil
 	case protocol.MethodToolsCall:
 		return s.callTool(ctx, req, r, params)
 	case protocol.MethodPromptsGet:
 		if caps.Prompts == nil {
-			return nil, methodNotFound(req.Method)
+			return nil, methodNotFound(req.in.Method)
 		}
 		return s.getPrompt(ctx, req, r, params)
 	case protocol.MethodResourcesRead:
 		if caps.Resources == nil {
-			return nil, methodNotFound(req.Method)
+			return nil, methodNotFound(req.in.Method)
 		}
 		return s.readResource(ctx, req, r, params)
 	case protocol.MethodResourcesSubscribe, protocol.MethodResourcesUnsubscribe:
 		if caps.Resources == nil || !caps.Resources.Subscribe {
-			return nil, methodNotFound(req.Method)
+			return nil, methodNotFound(req.in.Method)
 		}
 		var p protocol.ReadResourceParams
 		if err := decodeParams(params, &p); err != nil {
@@ -164,14 +199,14 @@ func (s *Server) dispatch(ctx context.Context, req *Request, params json.RawMess
 			return nil, protocol.NewError(protocol.CodeInvalidParams, "invalid params: uri is required")
 		}
 		if h := s.opts.SubscribeHook; h != nil {
-			if err := h(ctx, req, p.URI, req.Method == protocol.MethodResourcesSubscribe); err != nil {
+			if err := h(ctx, req, p.URI, req.in.Method == protocol.MethodResourcesSubscribe); err != nil {
 				return nil, err
 			}
 		}
 		return &protocol.EmptyResult{}, nil
 	case protocol.MethodCompletionComplete:
 		if caps.Completions == nil {
-			return nil, methodNotFound(req.Method)
+			return nil, methodNotFound(req.in.Method)
 		}
 		var p protocol.CompleteParams
 		if err := decodeParams(params, &p); err != nil {
@@ -208,7 +243,7 @@ func (s *Server) dispatch(ctx context.Context, req *Request, params json.RawMess
 		}
 		return &protocol.EmptyResult{}, nil
 	}
-	return nil, methodNotFound(req.Method)
+	return nil, methodNotFound(req.in.Method)
 }
 
 func methodNotFound(method string) *protocol.Error {
@@ -324,13 +359,13 @@ func (s *Server) readResource(ctx context.Context, req *Request, r *registry, pa
 		res, err = h(ctx, req, p.URI, vars)
 	}
 	if h == nil || errors.Is(err, ErrResourceNotFound) {
-		return nil, resourceNotFound(req.Era, p.URI)
+		return nil, resourceNotFound(req.in.Era, p.URI)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if res == nil || len(res.Contents) == 0 {
-		return nil, resourceNotFound(req.Era, p.URI)
+		return nil, resourceNotFound(req.in.Era, p.URI)
 	}
 	return res, nil
 }

@@ -5,9 +5,21 @@
 //
 // The same Server runs unchanged behind every transport: a mcpfleet worker
 // (requests arriving over NATS from HTTP frontends), the all-in-one binary,
-// or stdio. A transport builds a [Request] for each incoming message, sets
-// its [Outbound] (where the request's own messages go) and calls
-// [Server.Handle].
+// or stdio. A transport describes each incoming message in a
+// [RequestInit] (with its [Outbound], where the request's own messages
+// go), builds the [Request] with [NewRequest] and calls [Server.Handle].
+// Handlers read the request through its methods ([Request.Name],
+// [Request.Principal], ...).
+//
+// Middleware: [Server.AddMiddleware] wraps the handling of every request
+// that reaches the server's handlers (an authorization check, logging,
+// metrics, panic recovery), [Server.AddToolMiddleware] every tool handler.
+// The catalog methods (initialize, server/discover and the list methods;
+// see [IsCatalogMethod]) never pass through middleware: in a cluster the
+// frontends answer them from the catalogs the workers announce, without
+// running worker code, so they bypass it on every transport. ping and the
+// legacy logging/setLevel pass through it when a transport hands them to
+// Handle; the HTTP frontend answers both itself, stdio answers ping.
 //
 // Concurrency: handlers are called concurrently, one goroutine per request,
 // with a context that is cancelled when the client cancels the request, the

@@ -3,7 +3,10 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"testing"
 	"time"
 
@@ -32,7 +35,7 @@ func ExampleAddTool() {
 	}
 
 	// A transport builds a Request per message and calls Handle.
-	req := &mcp.Request{Method: protocol.MethodToolsCall, ID: protocol.Int64ID(1), Era: protocol.EraLegacy}
+	req := mcp.NewRequest(&mcp.RequestInit{Method: protocol.MethodToolsCall, ID: protocol.Int64ID(1), Era: protocol.EraLegacy})
 	res, err := s.Handle(context.Background(), req, json.RawMessage(`{"name":"add","arguments":{"a":2,"b":3}}`))
 	if err != nil {
 		fmt.Println(err)
@@ -41,7 +44,7 @@ func ExampleAddTool() {
 	out, _ := json.Marshal(res)
 	fmt.Println(string(out))
 
-	req = &mcp.Request{Method: protocol.MethodToolsList, ID: protocol.Int64ID(2), Era: protocol.EraLegacy}
+	req = mcp.NewRequest(&mcp.RequestInit{Method: protocol.MethodToolsList, ID: protocol.Int64ID(2), Era: protocol.EraLegacy})
 	res, _ = s.Handle(context.Background(), req, nil)
 	out, _ = json.Marshal(res.(*protocol.ListToolsResult).Tools[0].InputSchema)
 	fmt.Println(string(out))
@@ -54,7 +57,7 @@ func ExampleAddTool() {
 // the serverInfo _meta and, for cacheable results, the caching hints.
 func ExampleServer_Handle_modern() {
 	s := mcp.NewServer(protocol.Implementation{Name: "calc", Version: "1.0.0"}, &mcp.ServerOptions{CacheTTL: time.Minute})
-	req := &mcp.Request{Method: protocol.MethodToolsList, ID: protocol.Int64ID(1), Era: protocol.EraModern}
+	req := mcp.NewRequest(&mcp.RequestInit{Method: protocol.MethodToolsList, ID: protocol.Int64ID(1), Era: protocol.EraModern})
 	res, err := s.Handle(context.Background(), req, json.RawMessage(`{}`))
 	if err != nil {
 		fmt.Println(err)
@@ -64,6 +67,58 @@ func ExampleServer_Handle_modern() {
 	fmt.Println(string(out))
 	// Output:
 	// {"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"calc","version":"1.0.0"}},"resultType":"complete","ttlMs":60000,"cacheScope":"public","tools":[]}
+}
+
+// A per-tool logging middleware: every tool call is logged with its tool,
+// caller and outcome, whichever tool it is and whenever it was added.
+func ExampleServer_AddToolMiddleware() {
+	// A logger without timestamps, so the output is reproducible.
+	log := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+	s := mcp.NewServer(protocol.Implementation{Name: "calc", Version: "1.0.0"}, nil)
+	s.AddToolMiddleware(func(next mcp.ToolHandler) mcp.ToolHandler {
+		return func(ctx context.Context, req *mcp.Request, args json.RawMessage) (*protocol.CallToolResult, error) {
+			res, err := next(ctx, req, args)
+			switch {
+			case errors.Is(err, mcp.ErrInputRequired):
+				// An MRTR round asking the client: not an outcome yet.
+			case err != nil:
+				log.Warn("tool call failed", "tool", req.Name(), "principal", req.Principal(), "err", err)
+			default:
+				log.Info("tool call", "tool", req.Name(), "principal", req.Principal(), "isError", res.IsError)
+			}
+			return res, err
+		}
+	})
+	type divArgs struct {
+		A float64 `json:"a"`
+		B float64 `json:"b"`
+	}
+	err := mcp.AddTool(s, &protocol.Tool{Name: "div"}, func(_ context.Context, _ *mcp.Request, in divArgs) (*protocol.CallToolResult, any, error) {
+		if in.B == 0 {
+			return nil, nil, errors.New("division by zero")
+		}
+		return mcp.TextResult(fmt.Sprint(in.A / in.B)), nil, nil
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, args := range []string{`{"a":1,"b":4}`, `{"a":1,"b":0}`} {
+		req := mcp.NewRequest(&mcp.RequestInit{Method: protocol.MethodToolsCall, ID: protocol.Int64ID(1), Era: protocol.EraLegacy, Principal: "alice"})
+		if _, err := s.Handle(context.Background(), req, json.RawMessage(`{"name":"div","arguments":`+args+`}`)); err != nil {
+			fmt.Println(err)
+		}
+	}
+	// Output:
+	// level=INFO msg="tool call" tool=div principal=alice isError=false
+	// level=WARN msg="tool call failed" tool=div principal=alice err="division by zero"
 }
 
 func BenchmarkHandleToolsCall(b *testing.B) {
@@ -80,7 +135,7 @@ func BenchmarkHandleToolsCall(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		req := &mcp.Request{Method: protocol.MethodToolsCall, ID: protocol.Int64ID(1), Era: protocol.EraLegacy}
+		req := mcp.NewRequest(&mcp.RequestInit{Method: protocol.MethodToolsCall, ID: protocol.Int64ID(1), Era: protocol.EraLegacy})
 		if _, err := s.Handle(ctx, req, params); err != nil {
 			b.Fatal(err)
 		}

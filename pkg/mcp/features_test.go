@@ -282,7 +282,7 @@ func TestResourcesSubscribe(t *testing.T) {
 			ResourceSubscriptions: true,
 			SubscribeHook: func(_ context.Context, req *mcp.Request, uri string, subscribe bool) error {
 				mu.Lock()
-				calls = append(calls, fmt.Sprintf("%s %s %v", req.SessionID, uri, subscribe))
+				calls = append(calls, fmt.Sprintf("%s %s %v", req.SessionID(), uri, subscribe))
 				mu.Unlock()
 				switch uri {
 				case "test://forbidden":
@@ -313,9 +313,9 @@ func TestResourcesSubscribe(t *testing.T) {
 	t.Run("with ResourceSubscriptions but no session stream to deliver updates", func(t *testing.T) {
 		f := newResourceFixture(t, &mcp.ServerOptions{ResourceSubscriptions: true})
 		for _, m := range methods {
-			req := legacyReq(m)
-			req.Features = mcp.Features{}
-			mustError(t, f.s, req, `{"uri":"test://static"}`, protocol.CodeMethodNotFound)
+			in := legacyInit(m)
+			in.Features = mcp.Features{}
+			mustError(t, f.s, mcp.NewRequest(in), `{"uri":"test://static"}`, protocol.CodeMethodNotFound)
 		}
 	})
 }

@@ -32,22 +32,27 @@ func newServer(tb testing.TB, opts *mcp.ServerOptions) *mcp.Server {
 	return mcp.NewServer(serverInfo, &o)
 }
 
-// legacyReq and modernReq build a request as a transport would, one that
-// delivers unsolicited messages (a legacy session stream, modern listen
-// streams), as a mcpfleet worker behind a frontend does.
-func legacyReq(method string) *mcp.Request {
-	return &mcp.Request{
+// legacyInit and modernInit describe a request as a transport would, one
+// that delivers unsolicited messages (a legacy session stream, modern
+// listen streams), as a mcpfleet worker behind a frontend does; legacyReq
+// and modernReq build it.
+func legacyInit(method string) *mcp.RequestInit {
+	return &mcp.RequestInit{
 		Method: method, ID: protocol.Int64ID(1), Era: protocol.EraLegacy, ProtocolVersion: protocol.Version20251125, SessionID: "sess-1",
 		Features: mcp.Features{SessionStream: true, Listen: true},
 	}
 }
 
-func modernReq(method string) *mcp.Request {
-	return &mcp.Request{
+func modernInit(method string) *mcp.RequestInit {
+	return &mcp.RequestInit{
 		Method: method, ID: protocol.Int64ID(1), Era: protocol.EraModern, ProtocolVersion: protocol.Version20260728,
 		Features: mcp.Features{SessionStream: true, Listen: true},
 	}
 }
+
+func legacyReq(method string) *mcp.Request { return mcp.NewRequest(legacyInit(method)) }
+
+func modernReq(method string) *mcp.Request { return mcp.NewRequest(modernInit(method)) }
 
 // handle runs req through s.Handle with params (a JSON object, or "" for
 // none) and returns the marshalled result, or the protocol error. Any other
@@ -62,19 +67,19 @@ func handle(tb testing.TB, s *mcp.Server, req *mcp.Request, params string) (json
 	if err != nil {
 		var pe *protocol.Error
 		if !errors.As(err, &pe) {
-			tb.Fatalf("%s: Handle returned %T (%v), want *protocol.Error", req.Method, err, err)
+			tb.Fatalf("%s: Handle returned %T (%v), want *protocol.Error", req.Method(), err, err)
 		}
 		if res != nil {
-			tb.Fatalf("%s: Handle returned both a result and error %v", req.Method, err)
+			tb.Fatalf("%s: Handle returned both a result and error %v", req.Method(), err)
 		}
 		return nil, pe
 	}
 	if res == nil {
-		tb.Fatalf("%s: Handle returned neither a result nor an error", req.Method)
+		tb.Fatalf("%s: Handle returned neither a result nor an error", req.Method())
 	}
 	b, merr := json.Marshal(res)
 	if merr != nil {
-		tb.Fatalf("%s: marshalling the result: %v", req.Method, merr)
+		tb.Fatalf("%s: marshalling the result: %v", req.Method(), merr)
 	}
 	return b, nil
 }
@@ -84,7 +89,7 @@ func mustResult(tb testing.TB, s *mcp.Server, req *mcp.Request, params string) j
 	tb.Helper()
 	raw, perr := handle(tb, s, req, params)
 	if perr != nil {
-		tb.Fatalf("%s %s: got error %v, want a result", req.Method, params, perr)
+		tb.Fatalf("%s %s: got error %v, want a result", req.Method(), params, perr)
 	}
 	return raw
 }
@@ -94,10 +99,10 @@ func mustError(tb testing.TB, s *mcp.Server, req *mcp.Request, params string, co
 	tb.Helper()
 	raw, perr := handle(tb, s, req, params)
 	if perr == nil {
-		tb.Fatalf("%s %s: got result %s, want error %d", req.Method, params, raw, code)
+		tb.Fatalf("%s %s: got result %s, want error %d", req.Method(), params, raw, code)
 	}
 	if perr.Code != code {
-		tb.Fatalf("%s %s: got error %d %q, want code %d", req.Method, params, perr.Code, perr.Message, code)
+		tb.Fatalf("%s %s: got error %d %q, want code %d", req.Method(), params, perr.Code, perr.Message, code)
 	}
 	return perr
 }

@@ -127,9 +127,9 @@ func TestInitializeCapabilities(t *testing.T) {
 		if err := s.AddPrompt(&protocol.Prompt{Name: "p"}, noopPrompt); err != nil {
 			t.Fatal(err)
 		}
-		req := legacyReq(protocol.MethodInitialize)
-		req.Features = mcp.Features{Listen: true} // listen streams serve modern clients only
-		raw := mustResult(t, s, req, initParams("2025-11-25"))
+		in := legacyInit(protocol.MethodInitialize)
+		in.Features = mcp.Features{Listen: true} // listen streams serve modern clients only
+		raw := mustResult(t, s, mcp.NewRequest(in), initParams("2025-11-25"))
 		validate(t, protocol.Version20251125, "InitializeResult", raw)
 		wantJSON(t, members(t, raw)["capabilities"], `{"logging":{},"tools":{},"prompts":{},"resources":{},"completions":{}}`)
 	})

@@ -40,32 +40,29 @@ func TestInputNeedsTheCapability(t *testing.T) {
 			}
 			// Legacy, no capability: nothing reaches the client.
 			rec := &recorder{reply: func(string, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`{}`), nil }}
-			req := legacyReq(protocol.MethodToolsCall)
-			req.Out = rec
-			req.ClientCapabilities = &protocol.ClientCapabilities{}
-			handle(t, s, req, `{"name":"ask"}`)
+			in := legacyInit(protocol.MethodToolsCall)
+			in.Out = rec
+			in.ClientCapabilities = &protocol.ClientCapabilities{}
+			handle(t, s, mcp.NewRequest(in), `{"name":"ask"}`)
 			if !errors.Is(handlerErr, mcp.ErrCapability) || len(rec.requests()) != 0 {
 				t.Fatalf("legacy without %s: handler error %v, %d requests sent", a.capability, handlerErr, len(rec.requests()))
 			}
 			// Legacy, declared: the request goes out.
-			req = legacyReq(protocol.MethodToolsCall)
-			req.Out = rec
-			req.ClientCapabilities = &a.caps
-			mustResult(t, s, req, `{"name":"ask"}`)
+			in.ClientCapabilities = &a.caps
+			mustResult(t, s, mcp.NewRequest(in), `{"name":"ask"}`)
 			if len(rec.requests()) != 1 || rec.requests()[0].Method != a.method {
 				t.Fatalf("legacy with %s: sent %v", a.capability, rec.requests())
 			}
 			// Modern, no capability: -32021 naming it.
-			req = modernReq(protocol.MethodToolsCall)
-			req.ClientCapabilities = &protocol.ClientCapabilities{}
-			e := mustError(t, s, req, `{"name":"ask"}`, protocol.CodeMissingRequiredClientCapability)
+			in = modernInit(protocol.MethodToolsCall)
+			in.ClientCapabilities = &protocol.ClientCapabilities{}
+			e := mustError(t, s, mcp.NewRequest(in), `{"name":"ask"}`, protocol.CodeMissingRequiredClientCapability)
 			if !json.Valid(e.Data) || !strings.Contains(string(e.Data), `"`+a.capability+`"`) {
 				t.Fatalf("modern without %s: %s %s", a.capability, e.Message, e.Data)
 			}
 			// Modern, declared: input_required.
-			req = modernReq(protocol.MethodToolsCall)
-			req.ClientCapabilities = &a.caps
-			if raw := mustResult(t, s, req, `{"name":"ask"}`); !strings.Contains(string(raw), `"input_required"`) {
+			in.ClientCapabilities = &a.caps
+			if raw := mustResult(t, s, mcp.NewRequest(in), `{"name":"ask"}`); !strings.Contains(string(raw), `"input_required"`) {
 				t.Fatalf("modern with %s: %s", a.capability, raw)
 			}
 		})

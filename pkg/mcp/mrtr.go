@@ -59,7 +59,7 @@ func (s *Server) startMRTR(req *Request, params json.RawMessage) error {
 		if err != nil {
 			return protocol.NewError(protocol.CodeInvalidParams, "invalid params: %v", err)
 		}
-		st, err := s.sealer.openState(*p.RequestState, req.Method, digest, req.Principal, time.Now())
+		st, err := s.sealer.Load().openState(*p.RequestState, req.in.Method, digest, req.in.Principal, time.Now())
 		if err != nil {
 			return protocol.NewError(protocol.CodeInvalidParams, "invalid params: %v", err)
 		}
@@ -109,7 +109,7 @@ func (s *Server) finishMRTR(req *Request, params json.RawMessage, herr error) (p
 	}
 	st := sealedState{
 		ID:     randomID(),
-		Method: req.Method, Digest: digest, Principal: req.Principal,
+		Method: req.in.Method, Digest: digest, Principal: req.in.Principal,
 		Expires: time.Now().Add(s.opts.StateTTL).UnixMilli(), Answers: m.answers, App: app,
 		Asked: slices.Sorted(maps.Keys(m.pending)),
 	}
@@ -117,7 +117,7 @@ func (s *Server) finishMRTR(req *Request, params json.RawMessage, herr error) (p
 	if err != nil {
 		return nil, true, err
 	}
-	res := &protocol.InputRequiredResult{InputRequests: m.pending, RequestState: s.sealer.seal(plain)}
+	res := &protocol.InputRequiredResult{InputRequests: m.pending, RequestState: s.sealer.Load().seal(plain)}
 	res.ResultType = protocol.ResultTypeInputRequired
 	return res, true, nil
 }
@@ -174,7 +174,7 @@ func (r *Request) Inputs(ctx context.Context, reqs map[string]*protocol.InputReq
 		return t.host.Inputs(ctx, t.id(), reqs)
 	}
 	out := make(map[string]json.RawMessage, len(reqs))
-	if r.Era != protocol.EraModern {
+	if r.in.Era != protocol.EraModern {
 		for _, k := range keys {
 			raw, err := r.callRaw(ctx, reqs[k].Method, reqs[k].Params)
 			if err != nil {
@@ -187,7 +187,7 @@ func (r *Request) Inputs(ctx context.Context, reqs map[string]*protocol.InputReq
 	r.mrtrMu.Lock()
 	defer r.mrtrMu.Unlock()
 	if r.mrtr == nil {
-		return nil, fmt.Errorf("mcp: %s cannot ask the client for input in 2026-07-28 (only tools/call, prompts/get and resources/read can)", r.Method)
+		return nil, fmt.Errorf("mcp: %s cannot ask the client for input in 2026-07-28 (only tools/call, prompts/get and resources/read can)", r.in.Method)
 	}
 	missing := false
 	for _, k := range keys {
@@ -220,10 +220,10 @@ func (r *Request) autoKey(kind string) string {
 }
 
 func (r *Request) callRaw(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	if r.Out == nil {
+	if r.in.Out == nil {
 		return nil, ErrNoOutbound
 	}
-	return r.Out.Call(ctx, method, params)
+	return r.in.Out.Call(ctx, method, params)
 }
 
 // capabilityError reports a capability the client did not declare: on
@@ -231,7 +231,7 @@ func (r *Request) callRaw(ctx context.Context, method string, params any) (json.
 // MissingRequiredClientCapability error (-32021, HTTP 400) carrying
 // requiredCapabilities. Both match errors.Is(err, ErrCapability).
 func (r *Request) capabilityError(name string, required any) error {
-	if r.Era != protocol.EraModern {
+	if r.in.Era != protocol.EraModern {
 		return fmt.Errorf("%w: %s", ErrCapability, name)
 	}
 	return &capError{pe: MissingCapabilityError(name, required), name: name}
@@ -264,7 +264,7 @@ func randomID() string {
 // request needs (elicitation, sampling, roots), as Elicit, Sample and
 // ListRoots do: a server never asks a client for what it cannot answer.
 func (r *Request) inputCapability(method string) error {
-	caps := r.ClientCapabilities
+	caps := r.in.ClientCapabilities
 	if caps == nil {
 		caps = &protocol.ClientCapabilities{}
 	}

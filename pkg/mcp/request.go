@@ -34,21 +34,23 @@ type Events interface {
 	ResourceUpdated(ctx context.Context, uri string) error
 }
 
-// Request is the handle a handler gets for one incoming request. The
-// exported fields are set by the transport before [Server.Handle] and must
-// be treated as read-only by handlers.
-type Request struct {
-	// Method is the JSON-RPC method and ID the client's request id.
+// RequestInit is what a transport knows about one incoming request, given
+// to [NewRequest]. It is for transports (a mcpfleet worker, stdio, a test
+// harness), not for handlers: a handler reads the request through the
+// methods of [Request].
+type RequestInit struct {
+	// Method is the JSON-RPC method and ID the client's request id (zero
+	// for a notification).
 	Method string
 	ID     protocol.ID
 	// Era is the protocol era of the request, ProtocolVersion its version
-	// (the session's negotiated one on legacy).
+	// (the session's negotiated one on legacy; "" when unknown).
 	Era             protocol.Era
 	ProtocolVersion string
 	// SessionID is the legacy session id ("" on modern requests).
 	SessionID string
-	// ClientInfo may be nil; ClientCapabilities is never nil after
-	// Handle starts (an empty value means "declared nothing").
+	// ClientInfo is nil when the client sent none. ClientCapabilities nil
+	// means the client declared nothing.
 	ClientInfo         *protocol.Implementation
 	ClientCapabilities *protocol.ClientCapabilities
 	// LogLevel is the threshold for notifications/message: the session's
@@ -67,16 +69,26 @@ type Request struct {
 	// the transport cannot.
 	TaskHost TaskHost
 	// ParamHeaders are the Mcp-Param-* headers of a modern HTTP request
-	// (name after the prefix, lower-cased); nil when the transport has no
-	// headers (stdio). When non-nil, tools/call checks them against the
-	// tool's x-mcp-header arguments.
+	// (name after the prefix, lower-cased). Nil means the transport has no
+	// headers (stdio) and nothing is checked; non-nil (even empty) makes
+	// tools/call check them against the tool's x-mcp-header arguments.
 	ParamHeaders map[string]string
 	// Traceparent and Tracestate are the W3C trace context the transport
-	// received outside the message (HTTP headers); the request's
-	// _meta.traceparent wins over them. Handle puts the trace context into
-	// the handler's context (OpenTelemetry propagation), so
+	// received outside the message (HTTP headers); "" means none. The
+	// request's _meta.traceparent wins over them. Handle puts the trace
+	// context into the handler's context (OpenTelemetry propagation), so
 	// trace.SpanContextFromContext(ctx) gives the caller's span.
 	Traceparent, Tracestate string
+}
+
+// Request is the handle a handler gets for one incoming request: what the
+// transport said about it (read-only, through its methods) and the means
+// to talk back to the client (progress, logging, server-to-client
+// requests, MRTR inputs). A transport builds one per message with
+// [NewRequest] and passes it to [Server.Handle].
+type Request struct {
+	in   RequestInit
+	name string // the target: tool or prompt name, resource URI
 
 	progressToken json.RawMessage
 	progressMu    sync.Mutex
@@ -90,6 +102,59 @@ type Request struct {
 
 	task *taskRun // a tools/call running as a task (or about to)
 }
+
+// NewRequest returns the request a transport hands to [Server.Handle] (or
+// [Server.HandleNotification]); init is copied, so the caller may reuse
+// it. init nil is the same as an empty RequestInit.
+func NewRequest(init *RequestInit) *Request {
+	r := &Request{}
+	if init != nil {
+		r.in = *init
+	}
+	return r
+}
+
+// Method returns the JSON-RPC method.
+func (r *Request) Method() string { return r.in.Method }
+
+// ID returns the client's request id (zero for a notification).
+func (r *Request) ID() protocol.ID { return r.in.ID }
+
+// Era returns the protocol era of the request.
+func (r *Request) Era() protocol.Era { return r.in.Era }
+
+// ProtocolVersion returns the request's protocol version: the session's
+// negotiated one on legacy, the _meta protocolVersion on modern ("" when
+// unknown).
+func (r *Request) ProtocolVersion() string { return r.in.ProtocolVersion }
+
+// SessionID returns the legacy session id ("" on modern requests and on
+// transports without sessions).
+func (r *Request) SessionID() string { return r.in.SessionID }
+
+// ClientInfo returns the client's implementation info (nil when it sent
+// none).
+func (r *Request) ClientInfo() *protocol.Implementation { return r.in.ClientInfo }
+
+// ClientCapabilities returns what the client declared. It is never nil once
+// [Server.Handle] starts (an empty value means "declared nothing").
+func (r *Request) ClientCapabilities() *protocol.ClientCapabilities {
+	return r.in.ClientCapabilities
+}
+
+// LogLevel returns the threshold for notifications/message: the session's
+// level (legacy) or the request's _meta logLevel (modern). Empty means
+// [Request.Log] sends nothing.
+func (r *Request) LogLevel() protocol.LoggingLevel { return r.in.LogLevel }
+
+// Principal returns the authenticated subject ("" when auth is off).
+func (r *Request) Principal() string { return r.in.Principal }
+
+// Name returns the request's target: the tool name of tools/call, the
+// prompt name of prompts/get, the URI of resources/read,
+// resources/subscribe and resources/unsubscribe; "" for other methods (and
+// before [Server.Handle] starts).
+func (r *Request) Name() string { return r.name }
 
 // Features says what a transport can deliver.
 type Features struct {
@@ -112,7 +177,7 @@ func (r *Request) ProgressToken() json.RawMessage { return r.progressToken }
 // (otherwise it does nothing). Progress must increase from one call to the
 // next; a value that does not is dropped. total <= 0 means unknown.
 func (r *Request) Progress(ctx context.Context, progress, total float64, message string) error {
-	if r.progressToken == nil || r.Out == nil {
+	if r.progressToken == nil || r.in.Out == nil {
 		return nil
 	}
 	r.progressMu.Lock()
@@ -126,16 +191,16 @@ func (r *Request) Progress(ctx context.Context, progress, total float64, message
 	if total > 0 {
 		p.Total = &total
 	}
-	return r.Out.Notify(ctx, protocol.NotificationProgress, p)
+	return r.in.Out.Notify(ctx, protocol.NotificationProgress, p)
 }
 
 // Log sends notifications/message at level when the request's threshold
 // lets it through (see [Request.LogLevel]); otherwise it does nothing.
 func (r *Request) Log(ctx context.Context, level protocol.LoggingLevel, logger string, data any) error {
-	if r.Out == nil || !r.LogLevel.Enabled(level) {
+	if r.in.Out == nil || !r.in.LogLevel.Enabled(level) {
 		return nil
 	}
-	return r.Out.Notify(ctx, protocol.NotificationMessage, &protocol.LoggingMessageParams{Level: level, Logger: logger, Data: data})
+	return r.in.Out.Notify(ctx, protocol.NotificationMessage, &protocol.LoggingMessageParams{Level: level, Logger: logger, Data: data})
 }
 
 // Server returns the server handling the request.
@@ -154,7 +219,7 @@ var ErrNoOutbound = errors.New("mcp: this request cannot send server-to-client r
 // tools/toolChoice need sampling.tools. On a legacy session it is a
 // server-to-client request; on a modern request an MRTR input (see Input).
 func (r *Request) Sample(ctx context.Context, p *protocol.CreateMessageParams) (*protocol.CreateMessageResult, error) {
-	caps := r.ClientCapabilities
+	caps := r.in.ClientCapabilities
 	switch {
 	case caps == nil || caps.Sampling == nil:
 		return nil, r.capabilityError("sampling", map[string]any{"sampling": struct{}{}})
@@ -175,7 +240,7 @@ func (r *Request) Sample(ctx context.Context, p *protocol.CreateMessageParams) (
 // declared that mode. Legacy: a server-to-client request; modern: an MRTR
 // input (see Input).
 func (r *Request) Elicit(ctx context.Context, p *protocol.ElicitParams) (*protocol.ElicitResult, error) {
-	caps := r.ClientCapabilities
+	caps := r.in.ClientCapabilities
 	if caps == nil || caps.Elicitation == nil {
 		return nil, r.capabilityError("elicitation", map[string]any{"elicitation": struct{}{}})
 	}
@@ -183,7 +248,7 @@ func (r *Request) Elicit(ctx context.Context, p *protocol.ElicitParams) (*protoc
 		if !caps.Elicitation.SupportsURL() {
 			return nil, r.capabilityError("elicitation.url", map[string]any{"elicitation": map[string]any{"url": struct{}{}}})
 		}
-		if r.Era == protocol.EraModern {
+		if r.in.Era == protocol.EraModern {
 			q := *p
 			q.ElicitationID = "" // 2026-07-28 URL mode has no elicitationId
 			p = &q
@@ -201,7 +266,7 @@ func (r *Request) Elicit(ctx context.Context, p *protocol.ElicitParams) (*protoc
 // ListRoots asks the client for its roots (roots/list). Legacy: a
 // server-to-client request; modern: an MRTR input (see Input).
 func (r *Request) ListRoots(ctx context.Context) (*protocol.ListRootsResult, error) {
-	if r.ClientCapabilities == nil || r.ClientCapabilities.Roots == nil {
+	if caps := r.in.ClientCapabilities; caps == nil || caps.Roots == nil {
 		return nil, r.capabilityError("roots", map[string]any{"roots": struct{}{}})
 	}
 	var res protocol.ListRootsResult
@@ -218,7 +283,7 @@ func (r *Request) ask(ctx context.Context, key, method string, params, result an
 		return err
 	}
 	if err := json.Unmarshal(raw, result); err != nil {
-		if r.Era == protocol.EraModern {
+		if r.in.Era == protocol.EraModern {
 			return protocol.NewError(protocol.CodeInvalidParams, "invalid params: inputResponses[%q] is not a %s result: %v", key, method, err)
 		}
 		return fmt.Errorf("mcp: decoding the client's %s result: %w", method, err)

@@ -29,7 +29,7 @@ func TestRequestLog(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out := &recorder{}
-			req := &mcp.Request{LogLevel: tt.threshold, Out: out}
+			req := mcp.NewRequest(&mcp.RequestInit{LogLevel: tt.threshold, Out: out})
 			if err := req.Log(context.Background(), tt.level, "db", map[string]any{"rows": 3}); err != nil {
 				t.Fatalf("Log: %v", err)
 			}
@@ -49,7 +49,7 @@ func TestRequestLog(t *testing.T) {
 		})
 	}
 	t.Run("nil Out", func(t *testing.T) {
-		req := &mcp.Request{LogLevel: protocol.LevelDebug}
+		req := mcp.NewRequest(&mcp.RequestInit{LogLevel: protocol.LevelDebug})
 		if err := req.Log(context.Background(), protocol.LevelError, "", "x"); err != nil {
 			t.Errorf("Log without Out: %v", err)
 		}
@@ -117,8 +117,9 @@ func TestRequestProgress(t *testing.T) {
 				params = `{"name":"work","_meta":` + tt.meta + `}`
 			}
 			out := &recorder{}
-			req := legacyReq(protocol.MethodToolsCall)
-			req.Out = out
+			in := legacyInit(protocol.MethodToolsCall)
+			in.Out = out
+			req := mcp.NewRequest(in)
 			mustResult(t, s, req, params)
 			got := out.notifications()
 			if len(got) != len(tt.want) {
@@ -163,7 +164,7 @@ func TestRequestSample(t *testing.T) {
 			out := &recorder{reply: func(string, json.RawMessage) (json.RawMessage, error) {
 				return json.RawMessage(`{"role":"assistant","content":{"type":"text","text":"hello"},"model":"m-1","stopReason":"endTurn"}`), nil
 			}}
-			req := &mcp.Request{ClientCapabilities: tt.caps, Out: out}
+			req := mcp.NewRequest(&mcp.RequestInit{ClientCapabilities: tt.caps, Out: out})
 			res, err := req.Sample(context.Background(), tt.params)
 			calls := out.requests()
 			if tt.wantCap {
@@ -217,7 +218,7 @@ func TestRequestElicit(t *testing.T) {
 			out := &recorder{reply: func(string, json.RawMessage) (json.RawMessage, error) {
 				return json.RawMessage(`{"action":"accept","content":{"name":"Ada"}}`), nil
 			}}
-			req := &mcp.Request{ClientCapabilities: tt.caps, Out: out}
+			req := mcp.NewRequest(&mcp.RequestInit{ClientCapabilities: tt.caps, Out: out})
 			res, err := req.Elicit(context.Background(), tt.params)
 			calls := out.requests()
 			if tt.wantCap {
@@ -246,7 +247,7 @@ func TestRequestElicit(t *testing.T) {
 func TestRequestListRoots(t *testing.T) {
 	t.Run("without roots", func(t *testing.T) {
 		out := &recorder{}
-		req := &mcp.Request{ClientCapabilities: &protocol.ClientCapabilities{Sampling: &protocol.SamplingCapability{}}, Out: out}
+		req := mcp.NewRequest(&mcp.RequestInit{ClientCapabilities: &protocol.ClientCapabilities{Sampling: &protocol.SamplingCapability{}}, Out: out})
 		if _, err := req.ListRoots(context.Background()); !errors.Is(err, mcp.ErrCapability) {
 			t.Errorf("err = %v, want ErrCapability", err)
 		}
@@ -258,7 +259,7 @@ func TestRequestListRoots(t *testing.T) {
 		out := &recorder{reply: func(string, json.RawMessage) (json.RawMessage, error) {
 			return json.RawMessage(`{"roots":[{"uri":"file:///src","name":"src"}]}`), nil
 		}}
-		req := &mcp.Request{ClientCapabilities: &protocol.ClientCapabilities{Roots: &protocol.RootsCapability{}}, Out: out}
+		req := mcp.NewRequest(&mcp.RequestInit{ClientCapabilities: &protocol.ClientCapabilities{Roots: &protocol.RootsCapability{}}, Out: out})
 		res, err := req.ListRoots(context.Background())
 		if err != nil {
 			t.Fatalf("ListRoots: %v", err)
@@ -279,7 +280,7 @@ func TestRequestCallErrors(t *testing.T) {
 	t.Run("client error is returned as is", func(t *testing.T) {
 		clientErr := protocol.NewError(protocol.CodeMethodNotFound, "no roots here")
 		out := &recorder{reply: func(string, json.RawMessage) (json.RawMessage, error) { return nil, clientErr }}
-		_, err := (&mcp.Request{ClientCapabilities: caps, Out: out}).ListRoots(context.Background())
+		_, err := mcp.NewRequest(&mcp.RequestInit{ClientCapabilities: caps, Out: out}).ListRoots(context.Background())
 		if !errors.Is(err, protocol.ErrMethodNotFound) {
 			t.Errorf("err = %v, want the client's -32601", err)
 		}
@@ -288,12 +289,12 @@ func TestRequestCallErrors(t *testing.T) {
 		out := &recorder{reply: func(string, json.RawMessage) (json.RawMessage, error) {
 			return json.RawMessage(`{"roots":"nope"}`), nil
 		}}
-		if _, err := (&mcp.Request{ClientCapabilities: caps, Out: out}).ListRoots(context.Background()); err == nil {
+		if _, err := mcp.NewRequest(&mcp.RequestInit{ClientCapabilities: caps, Out: out}).ListRoots(context.Background()); err == nil {
 			t.Error("a malformed roots/list answer was accepted")
 		}
 	})
 	t.Run("no Outbound", func(t *testing.T) {
-		if _, err := (&mcp.Request{ClientCapabilities: caps}).ListRoots(context.Background()); !errors.Is(err, mcp.ErrNoOutbound) {
+		if _, err := mcp.NewRequest(&mcp.RequestInit{ClientCapabilities: caps}).ListRoots(context.Background()); !errors.Is(err, mcp.ErrNoOutbound) {
 			t.Errorf("err = %v, want ErrNoOutbound", err)
 		}
 	})
@@ -303,7 +304,7 @@ func TestHandleDefaultsClientCapabilities(t *testing.T) {
 	s := newServer(t, nil)
 	var got *protocol.ClientCapabilities
 	if err := s.AddTool(&protocol.Tool{Name: "caps"}, func(_ context.Context, req *mcp.Request, _ json.RawMessage) (*protocol.CallToolResult, error) {
-		got = req.ClientCapabilities
+		got = req.ClientCapabilities()
 		if req.Server() != s {
 			t.Error("req.Server() is not the handling server")
 		}

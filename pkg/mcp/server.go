@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -89,7 +86,7 @@ type Server struct {
 	mu  sync.Mutex               // serializes registry writes
 	reg atomic.Pointer[registry] // immutable snapshot read by requests
 
-	sealer  *sealer
+	sealer  atomic.Pointer[sealer]  // swapped by SetStateKeys
 	catalog atomic.Pointer[Catalog] // rebuilt on every registry change
 }
 
@@ -99,6 +96,7 @@ type tool struct {
 	def        *protocol.Tool
 	validator  *jsonschema.Validator
 	handler    ToolHandler
+	run        ToolHandler // handler inside the registry's tool middleware
 	headers    []headerArg // x-mcp-header arguments
 	tasks      TaskSupport
 	manualTask bool // the handler calls Request.BeginTask itself
@@ -118,18 +116,6 @@ type template struct {
 	def     *protocol.ResourceTemplate
 	tmpl    *uritemplate.Template
 	handler ResourceHandler
-}
-
-// registry is an immutable snapshot; writers copy it.
-type registry struct {
-	tools       map[string]*tool
-	toolOrder   []string // sorted names
-	prompts     map[string]*prompt
-	promptOrder []string
-	resources   map[string]*resource
-	resOrder    []string
-	templates   []*template // sorted by uriTemplate
-	completion  CompletionHandler
 }
 
 // NewServer returns a server identified by info. opts may be nil. It panics
@@ -155,25 +141,26 @@ func NewServer(info protocol.Implementation, opts *ServerOptions) *Server {
 	if s.opts.StateTTL <= 0 {
 		s.opts.StateTTL = 10 * time.Minute
 	}
-	key := s.opts.StateKey
-	if key == nil {
+	key, configured := s.opts.StateKey, s.opts.StateKey != nil
+	if !configured {
 		key = RandomStateKey()
 	}
-	sl, err := newSealer(append([][]byte{key}, s.opts.OldStateKeys...)...)
+	sl, err := newSealer(key, s.opts.OldStateKeys...)
 	if err != nil {
 		panic(err)
 	}
-	s.sealer = sl
-	r := &registry{tools: map[string]*tool{}, prompts: map[string]*prompt{}, resources: map[string]*resource{}}
-	s.reg.Store(r)
-	s.catalog.Store(s.buildCatalog(r))
+	sl.configured = configured
+	s.sealer.Store(sl)
+	s.publish(&registry{tools: map[string]*tool{}, prompts: map[string]*prompt{}, resources: map[string]*resource{}})
 	return s
 }
 
 // Info returns the server's implementation info.
 func (s *Server) Info() protocol.Implementation { return s.info }
 
-// Options returns the server's options (with defaults applied).
+// Options returns the server's options (with defaults applied), as given
+// to [NewServer]: keys installed later by [Server.SetStateKeys] are not in
+// them.
 func (s *Server) Options() ServerOptions { return s.opts }
 
 // SetEvents installs the sink for change events (nil removes it). The
@@ -201,175 +188,6 @@ func (s *Server) ResourceUpdated(ctx context.Context, uri string) error {
 		return b.e.ResourceUpdated(ctx, uri)
 	}
 	return nil
-}
-
-func (s *Server) update(kind string, f func(r *registry) error) error {
-	s.mu.Lock()
-	old := s.reg.Load()
-	n := &registry{
-		tools: clone(old.tools), toolOrder: old.toolOrder,
-		prompts: clone(old.prompts), promptOrder: old.promptOrder,
-		resources: clone(old.resources), resOrder: old.resOrder,
-		templates: old.templates, completion: old.completion,
-	}
-	if err := f(n); err != nil {
-		s.mu.Unlock()
-		return err
-	}
-	n.toolOrder = sortedKeys(n.tools)
-	n.promptOrder = sortedKeys(n.prompts)
-	n.resOrder = sortedKeys(n.resources)
-	s.reg.Store(n)
-	s.catalog.Store(s.buildCatalog(n))
-	s.mu.Unlock()
-	if kind != "" {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := s.ListChanged(ctx, kind); err != nil {
-			s.log.Warn("mcp: announcing list change", "kind", kind, "err", err)
-		}
-	}
-	return nil
-}
-
-func clone[V any](m map[string]V) map[string]V {
-	c := make(map[string]V, len(m)+1)
-	for k, v := range m {
-		c[k] = v
-	}
-	return c
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-// AddTool registers (or replaces) a tool with a raw handler. t.InputSchema
-// nil means {"type":"object"}; it must be an object schema and is served
-// verbatim. Arguments are validated against it before h runs.
-func (s *Server) AddTool(t *protocol.Tool, h ToolHandler, opts ...ToolOption) error {
-	if t == nil || t.Name == "" || h == nil {
-		return errors.New("mcp: AddTool needs a named tool and a handler")
-	}
-	def := *t
-	if len(def.InputSchema) == 0 {
-		def.InputSchema = json.RawMessage(`{"type":"object"}`)
-	}
-	var root struct {
-		Type any `json:"type"`
-	}
-	if err := json.Unmarshal(def.InputSchema, &root); err != nil || root.Type != "object" {
-		return fmt.Errorf("mcp: tool %q: inputSchema must be a JSON object schema with \"type\":\"object\"", t.Name)
-	}
-	v, err := jsonschema.Compile(def.InputSchema)
-	if err != nil {
-		return fmt.Errorf("mcp: tool %q: compiling inputSchema: %w", t.Name, err)
-	}
-	hs, err := headerArgs(def.InputSchema)
-	if err != nil {
-		return fmt.Errorf("mcp: tool %q: %w", t.Name, err)
-	}
-	return s.update("tools", func(r *registry) error {
-		tl := &tool{def: &def, validator: v, handler: h, headers: hs}
-		for _, o := range opts {
-			o(tl)
-		}
-		switch tl.tasks {
-		case TaskOptional:
-			def.Execution = &protocol.ToolExecution{TaskSupport: "optional"}
-		case TaskRequired:
-			def.Execution = &protocol.ToolExecution{TaskSupport: "required"}
-		}
-		r.tools[def.Name] = tl
-		return nil
-	})
-}
-
-// RemoveTools removes tools by name; unknown names are ignored. It raises
-// tools list_changed when something was removed.
-func (s *Server) RemoveTools(names ...string) {
-	removed := false
-	_ = s.update("", func(r *registry) error {
-		for _, n := range names {
-			if _, ok := r.tools[n]; ok {
-				delete(r.tools, n)
-				removed = true
-			}
-		}
-		return nil
-	})
-	if removed {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = s.ListChanged(ctx, "tools")
-	}
-}
-
-// AddPrompt registers (or replaces) a prompt.
-func (s *Server) AddPrompt(p *protocol.Prompt, h PromptHandler) error {
-	if p == nil || p.Name == "" || h == nil {
-		return errors.New("mcp: AddPrompt needs a named prompt and a handler")
-	}
-	def := *p
-	return s.update("prompts", func(r *registry) error {
-		r.prompts[def.Name] = &prompt{def: &def, handler: h}
-		return nil
-	})
-}
-
-// RemovePrompts removes prompts by name.
-func (s *Server) RemovePrompts(names ...string) {
-	_ = s.update("prompts", func(r *registry) error {
-		for _, n := range names {
-			delete(r.prompts, n)
-		}
-		return nil
-	})
-}
-
-// AddResource registers (or replaces) a resource with a fixed URI.
-func (s *Server) AddResource(res *protocol.Resource, h ResourceHandler) error {
-	if res == nil || res.URI == "" || h == nil {
-		return errors.New("mcp: AddResource needs a resource with a uri and a handler")
-	}
-	def := *res
-	return s.update("resources", func(r *registry) error {
-		r.resources[def.URI] = &resource{def: &def, handler: h}
-		return nil
-	})
-}
-
-// AddResourceTemplate registers an RFC 6570 resource template; reads of a
-// matching URI go to h with the template variables.
-func (s *Server) AddResourceTemplate(t *protocol.ResourceTemplate, h ResourceHandler) error {
-	if t == nil || t.URITemplate == "" || h == nil {
-		return errors.New("mcp: AddResourceTemplate needs a uriTemplate and a handler")
-	}
-	tmpl, err := uritemplate.Parse(t.URITemplate)
-	if err != nil {
-		return fmt.Errorf("mcp: resource template %q: %w", t.URITemplate, err)
-	}
-	def := *t
-	return s.update("resources", func(r *registry) error {
-		ts := slices.DeleteFunc(slices.Clone(r.templates), func(x *template) bool { return x.def.URITemplate == def.URITemplate })
-		ts = append(ts, &template{def: &def, tmpl: tmpl, handler: h})
-		slices.SortFunc(ts, func(a, b *template) int { return strings.Compare(a.def.URITemplate, b.def.URITemplate) })
-		r.templates = ts
-		return nil
-	})
-}
-
-// SetCompletionHandler installs the completion/complete handler.
-func (s *Server) SetCompletionHandler(h CompletionHandler) {
-	_ = s.update("", func(r *registry) error {
-		r.completion = h
-		return nil
-	})
 }
 
 // Capabilities returns the capabilities the server declares to a client of

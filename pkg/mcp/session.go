@@ -30,8 +30,8 @@ var ErrNotSupported = errors.New("mcp: not supported by this transport")
 // stream while the handler goes on; the client is told to reconnect after
 // retryAfter and resumes the stream with Last-Event-ID. Legacy era only.
 func (r *Request) CloseSSEStream(ctx context.Context, retryAfter time.Duration) error {
-	c, ok := r.Out.(StreamCloser)
-	if !ok || r.Era != protocol.EraLegacy {
+	c, ok := r.in.Out.(StreamCloser)
+	if !ok || r.in.Era != protocol.EraLegacy {
 		return ErrNotSupported
 	}
 	return c.CloseStream(ctx, retryAfter)
@@ -40,10 +40,10 @@ func (r *Request) CloseSSEStream(ctx context.Context, retryAfter time.Duration) 
 // NotifySession sends a notification to the request's own legacy session,
 // outside of the request (on the session's GET stream).
 func (r *Request) NotifySession(ctx context.Context, method string, params any) error {
-	if r.SessionID == "" {
+	if r.in.SessionID == "" {
 		return ErrNotSupported
 	}
-	return r.srv.NotifySession(ctx, r.SessionID, method, params)
+	return r.srv.NotifySession(ctx, r.in.SessionID, method, params)
 }
 
 // NotifySession sends a notification to one legacy session's GET stream.
@@ -82,13 +82,13 @@ func URLElicitationRequired(elicitations ...*protocol.ElicitParams) *protocol.Er
 
 // HandleNotification handles a client notification that concerns the
 // server author (legacy notifications/roots/list_changed). req carries the
-// session; its Out reaches the session's GET stream.
+// session; its [RequestInit.Out] reaches the session's GET stream.
 func (s *Server) HandleNotification(ctx context.Context, req *Request) {
 	req.srv = s
-	if req.ClientCapabilities == nil {
-		req.ClientCapabilities = &protocol.ClientCapabilities{}
+	if req.in.ClientCapabilities == nil {
+		req.in.ClientCapabilities = &protocol.ClientCapabilities{}
 	}
-	switch req.Method {
+	switch req.in.Method {
 	case protocol.NotificationRootsListChanged:
 		if h := s.opts.RootsListChanged; h != nil {
 			defer func() {

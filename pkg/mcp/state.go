@@ -23,7 +23,8 @@ const StateKeySize = 32
 // A state starts with the key's 4-byte id, so keys can be rotated: the
 // first key seals, all of them open. Safe for concurrent use.
 type sealer struct {
-	keys []sealKey // keys[0] seals
+	keys       []sealKey // keys[0] seals
+	configured bool      // the keys were given (ServerOptions.StateKey, SetStateKeys), not generated
 }
 
 type sealKey struct {
@@ -31,26 +32,48 @@ type sealKey struct {
 	aead cipher.AEAD
 }
 
-func newSealer(keys ...[]byte) (*sealer, error) {
+// newSealer returns a sealer sealing with key and opening with key and old.
+func newSealer(key []byte, old ...[]byte) (*sealer, error) {
 	s := &sealer{}
-	for _, key := range keys {
-		if len(key) != StateKeySize {
-			return nil, fmt.Errorf("mcp: a requestState key must be %d bytes, got %d", StateKeySize, len(key))
+	for _, k := range append([][]byte{key}, old...) {
+		if len(k) != StateKeySize {
+			return nil, fmt.Errorf("mcp: a requestState key must be %d bytes, got %d", StateKeySize, len(k))
 		}
-		aead, err := chacha20poly1305.NewX(key)
+		aead, err := chacha20poly1305.NewX(k)
 		if err != nil {
 			return nil, err
 		}
-		sum := sha256.Sum256(key)
-		k := sealKey{aead: aead}
-		copy(k.id[:], sum[:4])
-		s.keys = append(s.keys, k)
-	}
-	if len(s.keys) == 0 {
-		return nil, errors.New("mcp: no requestState key")
+		sum := sha256.Sum256(k)
+		sk := sealKey{aead: aead}
+		copy(sk.id[:], sum[:4])
+		s.keys = append(s.keys, sk)
 	}
 	return s, nil
 }
+
+// SetStateKeys replaces the keys of 2026-07-28 requestState: key
+// (StateKeySize bytes) seals from now on, and states sealed with key or
+// any of old still open (old keys never seal). It is how a server built
+// without [ServerOptions.StateKey] gets the cluster's key afterwards (a
+// --state-key flag); a key of the wrong size is an error and changes
+// nothing. Safe to call while requests are served: each request seals and
+// opens with the keys current when it gets there, so a state sealed with
+// the replaced key opens only when that key is among old.
+func (s *Server) SetStateKeys(key []byte, old ...[]byte) error {
+	sl, err := newSealer(key, old...)
+	if err != nil {
+		return err
+	}
+	sl.configured = true
+	s.sealer.Store(sl)
+	return nil
+}
+
+// StateKeyConfigured reports whether the requestState key was chosen by
+// the program ([ServerOptions.StateKey] or [Server.SetStateKeys]) rather
+// than generated at random by [NewServer], which is fine for one process
+// but not for a cluster, where every worker must share it.
+func (s *Server) StateKeyConfigured() bool { return s.sealer.Load().configured }
 
 // RandomStateKey returns a fresh key for ServerOptions.StateKey.
 func RandomStateKey() []byte {

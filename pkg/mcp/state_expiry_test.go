@@ -34,7 +34,7 @@ func newMRTRFixture(t *testing.T, opts *mcp.ServerOptions) *mrtrFixture {
 			return nil, err
 		}
 		f.mu.Lock()
-		f.answered = append(f.answered, req.Method+" "+what)
+		f.answered = append(f.answered, req.Method()+" "+what)
 		f.mu.Unlock()
 		return raw, nil
 	}
@@ -66,10 +66,10 @@ func newMRTRFixture(t *testing.T, opts *mcp.ServerOptions) *mrtrFixture {
 // mrtrReq is a modern request of method by principal from a client that
 // declared elicitation (what the handlers ask for).
 func mrtrReq(method, principal string) *mcp.Request {
-	req := modernReq(method)
-	req.Principal = principal
-	req.ClientCapabilities = &protocol.ClientCapabilities{Elicitation: &protocol.ElicitationCapability{}}
-	return req
+	in := modernInit(method)
+	in.Principal = principal
+	in.ClientCapabilities = &protocol.ClientCapabilities{Elicitation: &protocol.ElicitationCapability{}}
+	return mcp.NewRequest(in)
 }
 
 func (f *mrtrFixture) takeAnswered() []string {

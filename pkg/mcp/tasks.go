@@ -149,7 +149,7 @@ type toolOutcome struct {
 // round of a manual tool).
 func (s *Server) runTask(ctx context.Context, req *Request, t *tool, args json.RawMessage) (protocol.Result, error) {
 	hctx, hcancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	tr := &taskRun{host: req.TaskHost, req: req, cancel: hcancel, begun: make(chan struct{})}
+	tr := &taskRun{host: req.in.TaskHost, req: req, cancel: hcancel, begun: make(chan struct{})}
 	req.task = tr
 	// Until the task begins, the request's end ends the handler.
 	stop := context.AfterFunc(ctx, func() {
@@ -193,7 +193,7 @@ func (s *Server) runTask(ctx context.Context, req *Request, t *tool, args json.R
 	}
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	if req.Era == protocol.EraLegacy {
+	if req.in.Era == protocol.EraLegacy {
 		return &protocol.LegacyCreateTaskResult{Task: tr.created.Legacy()}, nil
 	}
 	return tr.created, nil

@@ -24,8 +24,8 @@ func (s *Server) callTool(ctx context.Context, req *Request, r *registry, params
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
-	if req.ParamHeaders != nil {
-		if e := checkParamHeaders(t.headers, req.ParamHeaders, args); e != nil {
+	if req.in.ParamHeaders != nil {
+		if e := checkParamHeaders(t.headers, req.in.ParamHeaders, args); e != nil {
 			return nil, e
 		}
 	}
@@ -33,17 +33,17 @@ func (s *Server) callTool(ctx context.Context, req *Request, r *registry, params
 		return ToolError(fmt.Sprintf("invalid arguments for tool %q: %v", p.Name, err)), nil
 	}
 	switch {
-	case req.Era == protocol.EraModern && t.tasks != TaskForbidden:
-		declared := protocol.DeclaresTasks(req.ClientCapabilities)
+	case req.in.Era == protocol.EraModern && t.tasks != TaskForbidden:
+		declared := protocol.DeclaresTasks(req.in.ClientCapabilities)
 		switch {
-		case declared && req.TaskHost != nil:
+		case declared && req.in.TaskHost != nil:
 			return s.runTask(ctx, req, t, args)
 		case t.tasks == TaskRequired && !declared:
 			return nil, protocol.TasksRequired(fmt.Sprintf("tool %q", p.Name))
 		case t.tasks == TaskRequired:
 			return nil, protocol.NewError(protocol.CodeInternalError, "tool %q runs only as a task, which this transport cannot run", p.Name)
 		}
-	case req.Era == protocol.EraLegacy && req.TaskHost != nil:
+	case req.in.Era == protocol.EraLegacy && req.in.TaskHost != nil:
 		// 2025-11-25 task augmentation: params.task asks for a task.
 		augmented := len(p.Task) > 0 && string(p.Task) != "null"
 		switch {
@@ -58,11 +58,11 @@ func (s *Server) callTool(ctx context.Context, req *Request, r *registry, params
 	return invokeTool(ctx, req, t, args)
 }
 
-// invokeTool runs a tool's handler: a plain error becomes a tool error
-// (isError), a protocol error, a cancellation or an MRTR round end stays
-// an error.
+// invokeTool runs a tool's handler inside the tool middleware: a plain
+// error becomes a tool error (isError), a protocol error, a cancellation
+// or an MRTR round end stays an error.
 func invokeTool(ctx context.Context, req *Request, t *tool, args json.RawMessage) (protocol.Result, error) {
-	res, err := t.handler(ctx, req, args)
+	res, err := t.run(ctx, req, args)
 	if err != nil {
 		var pe *protocol.Error
 		if errors.As(err, &pe) || ctx.Err() != nil || errors.Is(err, ErrInputRequired) {

@@ -35,7 +35,7 @@ func TestTraceContext(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got = trace.SpanContext{}
-			req := &mcp.Request{Method: protocol.MethodToolsCall, ID: protocol.Int64ID(1), Era: protocol.EraLegacy, Traceparent: tc.header}
+			req := mcp.NewRequest(&mcp.RequestInit{Method: protocol.MethodToolsCall, ID: protocol.Int64ID(1), Era: protocol.EraLegacy, Traceparent: tc.header})
 			if _, err := s.Handle(context.Background(), req, json.RawMessage(tc.params)); err != nil {
 				t.Fatal(err)
 			}

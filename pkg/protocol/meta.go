@@ -1,9 +1,6 @@
 package protocol
 
-import (
-	"encoding/json"
-	"slices"
-)
+import "encoding/json"
 
 // Reserved _meta keys.
 const (
@@ -76,7 +73,7 @@ func CheckModernMeta(meta *RequestMeta, versionCheck func(version string) *Error
 	}
 	if !IsModernVersion(version) {
 		return NewError(CodeUnsupportedProtocolVersion, "unsupported protocol version %q", version).
-			WithData(&UnsupportedVersionData{Supported: slices.Clone(SupportedVersions), Requested: version})
+			WithData(&UnsupportedVersionData{Supported: SupportedVersions(), Requested: version})
 	}
 	if meta.LogLevel != nil && !meta.LogLevel.Valid() {
 		return NewError(CodeInvalidParams, "invalid params: unknown log level %q", *meta.LogLevel)

@@ -112,7 +112,7 @@ func TestResultsMatchSchema(t *testing.T) {
 		{"discover", modernVersion, "DiscoverResult", &protocol.DiscoverResult{
 			ResultBase:        protocol.ResultBase{ResultType: protocol.ResultTypeComplete, Meta: protocol.Meta{protocol.MetaServerInfo: serverInfo()}},
 			CacheHints:        cache(300000, protocol.CacheScopePublic),
-			SupportedVersions: protocol.SupportedVersions,
+			SupportedVersions: protocol.SupportedVersions(),
 			Capabilities: protocol.ServerCapabilities{
 				Tools: &protocol.ToolsCapability{ListChanged: true}, Logging: &struct{}{},
 				Extensions: map[string]json.RawMessage{"io.modelcontextprotocol/tasks": json.RawMessage(`{}`)},

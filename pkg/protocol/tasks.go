@@ -135,7 +135,8 @@ func RelatedTaskMeta(taskID string) Meta {
 
 // LegacyTasksCapability is what a server that runs tools/call as tasks
 // declares in 2025-11-25. Tasks belong to their session: tasks/list lists
-// the session's own.
+// the session's own. Read-only: every capabilities value that declares
+// tasks shares these bytes.
 var LegacyTasksCapability = json.RawMessage(`{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`)
 
 // ListTasksResult answers tasks/list (2025-11-25).

@@ -17,23 +17,31 @@ const (
 	LatestVersion = Version20260728
 )
 
-// SupportedVersions lists every version served, newest first.
-var SupportedVersions = []string{Version20260728, Version20251125, Version20250618, Version20250326, Version20241105}
+// supportedVersions lists every version served, newest first.
+var supportedVersions = []string{Version20260728, Version20251125, Version20250618, Version20250326, Version20241105}
+
+// SupportedVersions returns every version served, newest first (a new
+// slice: the caller may keep or change it).
+func SupportedVersions() []string { return slices.Clone(supportedVersions) }
 
 // legacyVersions are the versions that use the initialize handshake.
 var legacyVersions = []string{Version20251125, Version20250618, Version20250326, Version20241105}
 
-// ModernVersions lists the supported modern (stateless) versions.
-var ModernVersions = []string{Version20260728}
+// modernVersions lists the supported modern (stateless) versions.
+var modernVersions = []string{Version20260728}
+
+// ModernVersions returns the supported modern (stateless) versions, newest
+// first (a new slice).
+func ModernVersions() []string { return slices.Clone(modernVersions) }
 
 // IsSupported reports whether v is a version this server speaks.
-func IsSupported(v string) bool { return slices.Contains(SupportedVersions, v) }
+func IsSupported(v string) bool { return slices.Contains(supportedVersions, v) }
 
 // IsLegacyVersion reports whether v is a supported handshake-era version.
 func IsLegacyVersion(v string) bool { return slices.Contains(legacyVersions, v) }
 
 // IsModernVersion reports whether v is a supported stateless-era version.
-func IsModernVersion(v string) bool { return slices.Contains(ModernVersions, v) }
+func IsModernVersion(v string) bool { return slices.Contains(modernVersions, v) }
 
 // NegotiateLegacy returns the version to answer an initialize that requested
 // v: v itself when it is a supported legacy version, otherwise the latest

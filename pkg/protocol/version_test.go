@@ -44,15 +44,16 @@ func TestVersions(t *testing.T) {
 }
 
 func TestVersionLists(t *testing.T) {
-	if protocol.SupportedVersions[0] != protocol.LatestVersion {
-		t.Errorf("SupportedVersions[0] = %s, want the latest %s", protocol.SupportedVersions[0], protocol.LatestVersion)
+	versions := protocol.SupportedVersions()
+	if versions[0] != protocol.LatestVersion {
+		t.Errorf("SupportedVersions()[0] = %s, want the latest %s", versions[0], protocol.LatestVersion)
 	}
-	for i := 1; i < len(protocol.SupportedVersions); i++ {
-		if protocol.SupportedVersions[i-1] <= protocol.SupportedVersions[i] {
-			t.Errorf("SupportedVersions not newest first at %d: %v", i, protocol.SupportedVersions)
+	for i := 1; i < len(versions); i++ {
+		if versions[i-1] <= versions[i] {
+			t.Errorf("SupportedVersions() not newest first at %d: %v", i, versions)
 		}
 	}
-	for _, v := range protocol.SupportedVersions {
+	for _, v := range versions {
 		if protocol.IsLegacyVersion(v) == protocol.IsModernVersion(v) {
 			t.Errorf("%s: legacy=%v modern=%v, want exactly one era", v, protocol.IsLegacyVersion(v), protocol.IsModernVersion(v))
 		}

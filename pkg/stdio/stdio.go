@@ -28,7 +28,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -397,8 +396,8 @@ func (s *session) initialize(msg *protocol.Message) {
 		s.writeError(msg.ID, e)
 		return
 	}
-	req := &mcp.Request{Method: msg.Method, ID: msg.ID, Era: protocol.EraLegacy, Features: Features,
-		ClientInfo: p.ClientInfo, ClientCapabilities: p.Capabilities}
+	req := mcp.NewRequest(&mcp.RequestInit{Method: msg.Method, ID: msg.ID, Era: protocol.EraLegacy, Features: Features,
+		ClientInfo: p.ClientInfo, ClientCapabilities: p.Capabilities})
 	res, err := s.srv.Handle(s.baseCtx, req, msg.Params)
 	if err != nil {
 		s.writeError(msg.ID, asProtocolError(err))
@@ -442,7 +441,7 @@ func (s *session) legacyRequest(msg *protocol.Message, head *protocol.ParamsHead
 	}
 	s.mu.Lock()
 	info, caps := s.info, s.caps
-	req := &mcp.Request{
+	in := &mcp.RequestInit{
 		Method: msg.Method, ID: msg.ID, Era: protocol.EraLegacy, ProtocolVersion: s.version,
 		SessionID: s.id, ClientInfo: &info, ClientCapabilities: &caps, LogLevel: s.logLevel,
 		Features: Features,
@@ -473,7 +472,7 @@ func (s *session) legacyRequest(msg *protocol.Message, head *protocol.ParamsHead
 			s.mu.Unlock()
 		}
 	}
-	s.run(msg, req, effect)
+	s.run(msg, in, effect)
 }
 
 // modernRequest serves a 2026-07-28 request.
@@ -485,7 +484,7 @@ func (s *session) modernRequest(msg *protocol.Message, head *protocol.ParamsHead
 	if msg.Method == protocol.MethodInitialize {
 		s.writeError(msg.ID, protocol.NewError(protocol.CodeInvalidRequest,
 			"invalid request: this process serves 2026-07-28 (its client opened with server/discover or modern _meta); initialize is not available").
-			WithData(&protocol.UnsupportedVersionData{Supported: slices.Clone(protocol.ModernVersions)}))
+			WithData(&protocol.UnsupportedVersionData{Supported: protocol.ModernVersions()}))
 		return
 	}
 	if !protocol.IsEraMethod(protocol.EraModern, msg.Method) {
@@ -505,14 +504,14 @@ func (s *session) modernRequest(msg *protocol.Message, head *protocol.ParamsHead
 		return
 	}
 	m := head.Meta
-	req := &mcp.Request{
+	in := &mcp.RequestInit{
 		Method: msg.Method, ID: msg.ID, Era: protocol.EraModern, ProtocolVersion: *m.ProtocolVersion,
 		ClientInfo: m.ClientInfo, ClientCapabilities: m.ClientCapabilities, Features: Features,
 	}
 	if m.LogLevel != nil {
-		req.LogLevel = *m.LogLevel
+		in.LogLevel = *m.LogLevel
 	}
-	s.run(msg, req, nil)
+	s.run(msg, in, nil)
 }
 
 // useOnce records a requestState; false when it was used before.
@@ -534,7 +533,8 @@ func (s *session) useOnce(state string) bool {
 
 // run starts the handler of a request in its own goroutine; effect, if
 // set, runs once the handler succeeded and before the response is sent.
-func (s *session) run(msg *protocol.Message, req *mcp.Request, effect func()) {
+// run sets in.Out.
+func (s *session) run(msg *protocol.Message, in *mcp.RequestInit, effect func()) {
 	key := msg.ID.String()
 	ctx, cancel := context.WithTimeout(s.baseCtx, s.opts.RequestTimeout)
 	c := &call{id: msg.ID, cancel: cancel}
@@ -560,7 +560,8 @@ func (s *session) run(msg *protocol.Message, req *mcp.Request, effect func()) {
 	s.inflight[key] = c
 	s.wg.Add(1)
 	s.mu.Unlock()
-	req.Out = &outbound{s: s, c: c, era: req.Era}
+	in.Out = &outbound{s: s, c: c, era: in.Era}
+	req := mcp.NewRequest(in)
 	go func() { // owned by the session: ends with the handler, whose ctx Serve cancels
 		defer s.wg.Done()
 		defer cancel()
@@ -603,7 +604,7 @@ func (s *session) notification(msg *protocol.Message, head *protocol.ParamsHead)
 			return
 		}
 		info, caps := s.info, s.caps
-		req := &mcp.Request{Method: msg.Method, Era: protocol.EraLegacy, ProtocolVersion: s.version,
+		in := &mcp.RequestInit{Method: msg.Method, Era: protocol.EraLegacy, ProtocolVersion: s.version,
 			SessionID: s.id, ClientInfo: &info, ClientCapabilities: &caps, LogLevel: s.logLevel, Features: Features}
 		if s.closing {
 			s.mu.Unlock()
@@ -611,7 +612,8 @@ func (s *session) notification(msg *protocol.Message, head *protocol.ParamsHead)
 		}
 		s.wg.Add(1)
 		s.mu.Unlock()
-		req.Out = &outbound{s: s, era: protocol.EraLegacy, c: &call{cancel: func() {}}}
+		in.Out = &outbound{s: s, era: protocol.EraLegacy, c: &call{cancel: func() {}}}
+		req := mcp.NewRequest(in)
 		go func() { // owned by the session; bounded by RequestTimeout
 			defer s.wg.Done()
 			ctx, cancel := context.WithTimeout(s.baseCtx, s.opts.RequestTimeout)

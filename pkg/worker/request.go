@@ -95,7 +95,7 @@ func (w *Worker) onRequest(m *nats.Msg) {
 		_ = w.nc.Publish(m.Reply, bus.AppendFrame(nil, bus.FrameResponse, protocol.AppendErrorResponse(nil, id, e)))
 		return
 	}
-	req := &mcp.Request{
+	in := mcp.RequestInit{
 		Method:    msg.Method,
 		ID:        msg.ID,
 		Era:       hdr.Era,
@@ -105,25 +105,25 @@ func (w *Worker) onRequest(m *nats.Msg) {
 		Traceparent: hdr.Traceparent, Tracestate: hdr.Tracestate,
 	}
 	if hdr.Tasks {
-		req.TaskHost = w.tasks
+		in.TaskHost = w.tasks
 	}
 	if hdr.CheckParamHeaders {
-		req.ParamHeaders = hdr.ParamHeaders
-		if req.ParamHeaders == nil {
-			req.ParamHeaders = map[string]string{}
+		in.ParamHeaders = hdr.ParamHeaders
+		if in.ParamHeaders == nil {
+			in.ParamHeaders = map[string]string{}
 		}
 	}
 	key := bus.CancelKeyStream(hdr.Frontend, hdr.Stream)
 	if s := hdr.Session; s != nil {
 		key = bus.CancelKeyLegacy(s.ID, msg.ID)
-		req.SessionID = s.ID
-		req.ProtocolVersion = s.ProtocolVersion
-		req.ClientInfo = s.ClientInfo
-		req.ClientCapabilities = s.ClientCapabilities
-		req.LogLevel = s.LogLevel
+		in.SessionID = s.ID
+		in.ProtocolVersion = s.ProtocolVersion
+		in.ClientInfo = s.ClientInfo
+		in.ClientCapabilities = s.ClientCapabilities
+		in.LogLevel = s.LogLevel
 	}
 	if hdr.Era == protocol.EraModern {
-		applyModernMeta(req, msg.Params)
+		applyModernMeta(&in, msg.Params)
 	}
 
 	deadline := time.Now().Add(w.opts.DefaultTimeout)
@@ -166,8 +166,8 @@ func (w *Worker) onRequest(m *nats.Msg) {
 	w.wg.Add(1)
 	w.mu.Unlock()
 
-	req.Out = &outbound{f: f}
-	go w.run(ctx, cancelDeadline, f, req, msg)
+	in.Out = &outbound{f: f}
+	go w.run(ctx, cancelDeadline, f, mcp.NewRequest(&in), msg)
 }
 
 // requestMessage returns the request an envelope carries: built from the
@@ -201,7 +201,7 @@ func (w *Worker) run(ctx context.Context, cancelDeadline context.CancelFunc, f *
 		res protocol.Result
 		err error
 	)
-	if mcp.CatalogMethods[msg.Method] {
+	if mcp.IsCatalogMethod(msg.Method) {
 		// Answered from what this worker serves (its filtered catalog).
 		res, _, err = w.servedCatalog().Answer(req, msg.Params)
 	} else {
@@ -262,7 +262,7 @@ func (w *Worker) onCancel(m *nats.Msg) {
 
 // applyModernMeta fills a modern request's client info, capabilities,
 // version and log level from its _meta.
-func applyModernMeta(req *mcp.Request, params json.RawMessage) {
+func applyModernMeta(in *mcp.RequestInit, params json.RawMessage) {
 	if len(params) == 0 {
 		return
 	}
@@ -273,12 +273,12 @@ func applyModernMeta(req *mcp.Request, params json.RawMessage) {
 		return
 	}
 	if p.Meta.ProtocolVersion != nil {
-		req.ProtocolVersion = *p.Meta.ProtocolVersion
+		in.ProtocolVersion = *p.Meta.ProtocolVersion
 	}
-	req.ClientInfo = p.Meta.ClientInfo
-	req.ClientCapabilities = p.Meta.ClientCapabilities
+	in.ClientInfo = p.Meta.ClientInfo
+	in.ClientCapabilities = p.Meta.ClientCapabilities
 	if p.Meta.LogLevel != nil {
-		req.LogLevel = *p.Meta.LogLevel
+		in.LogLevel = *p.Meta.LogLevel
 	}
 }
 
@@ -330,12 +330,12 @@ func (w *Worker) onNotification(hdr *bus.RequestHeader, raw []byte) {
 		return
 	}
 	s := hdr.Session
-	req := &mcp.Request{
+	req := mcp.NewRequest(&mcp.RequestInit{
 		Method: msg.Method, Era: hdr.Era, Principal: hdr.Principal,
 		SessionID: s.ID, ProtocolVersion: s.ProtocolVersion,
 		ClientInfo: s.ClientInfo, ClientCapabilities: s.ClientCapabilities, LogLevel: s.LogLevel,
 		Out: w.sessionOutbound(s.ID), Features: mcp.Features{Listen: hdr.Listen, SessionStream: hdr.SessionStream},
-	}
+	})
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()

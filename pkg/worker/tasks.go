@@ -101,12 +101,12 @@ func (h *taskHost) write(ctx context.Context, op *tasks.WriteOp) (tasks.WriteRep
 // Create implements mcp.TaskHost.
 func (h *taskHost) Create(ctx context.Context, req *mcp.Request) (*protocol.CreateTaskResult, context.Context, error) {
 	now := time.Now()
-	principal := req.Principal
-	if req.Era == protocol.EraLegacy {
-		principal = tasks.SessionPrincipal(req.SessionID)
+	principal := req.Principal()
+	if req.Era() == protocol.EraLegacy {
+		principal = tasks.SessionPrincipal(req.SessionID())
 	}
 	rec := tasks.New(tasks.NewID(), principal, h.w.opts.ID, now, tasks.DefaultTTL)
-	rec.Legacy = req.Era == protocol.EraLegacy
+	rec.Legacy = req.Era() == protocol.EraLegacy
 	tctx, cancel := context.WithCancelCause(context.Background())
 	// The work stops at 90% of the TTL, so the outcome stays readable for
 	// the rest of it.

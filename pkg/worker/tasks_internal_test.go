@@ -44,7 +44,7 @@ func TestInputsOnTerminalTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	created, tctx, err := w.tasks.Create(context.Background(), &mcp.Request{})
+	created, tctx, err := w.tasks.Create(context.Background(), mcp.NewRequest(&mcp.RequestInit{}))
 	if err != nil {
 		t.Fatal(err)
 	}
