@@ -16,12 +16,13 @@ build:
 deps:
 	./scripts/deps.sh
 
-# gofmt covers every directory, bench/peers included; go vet runs in both
-# modules (bench/peers is its own module, outside the root's ./...).
+# gofmt covers every directory; go vet runs in every module (bench/peers
+# and each of examples/ are modules of their own, outside the root's ./...).
+NESTED_MODULES := bench/peers $(patsubst %/go.mod,%,$(wildcard examples/*/go.mod))
 vet:
 	@test -z "$$(gofmt -l . | grep -v '^.cache/' | tee /dev/stderr)" || (echo "gofmt: the files above need formatting" && exit 1)
 	go vet ./...
-	cd bench/peers && go vet ./...
+	@for m in $(NESTED_MODULES); do echo "go vet ./... (in $$m)"; (cd $$m && go vet ./...) || exit 1; done
 
 gotest:
 	go test -race -count=1 -timeout 20m ./...

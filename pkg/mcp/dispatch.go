@@ -62,7 +62,7 @@ func (s *Server) Handle(ctx context.Context, req *Request, params json.RawMessag
 	ctx = withTraceContext(ctx, req)
 	defer func() {
 		if p := recover(); p != nil {
-			s.log.Error("mcp: handler panic", "method", req.in.Method, "panic", p, "stack", string(debug.Stack()))
+			s.logger().Error("mcp: handler panic", "method", req.in.Method, "panic", p, "stack", string(debug.Stack()))
 			res, err = nil, protocol.NewError(protocol.CodeInternalError, "internal error")
 		}
 	}()
@@ -115,7 +115,7 @@ func (s *Server) toProtocolError(req *Request, err error) *protocol.Error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return protocol.NewError(protocol.CodeInternalError, "request cancelled or timed out")
 	}
-	s.log.Warn("mcp: handler error", "method", req.in.Method, "err", err)
+	s.logger().Warn("mcp: handler error", "method", req.in.Method, "err", err)
 	return protocol.NewError(protocol.CodeInternalError, "internal error")
 }
 

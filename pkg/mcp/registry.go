@@ -53,7 +53,7 @@ func (s *Server) update(f func(r *registry) (kind string, err error)) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := s.ListChanged(ctx, kind); err != nil {
-			s.log.Warn("mcp: announcing list change", "kind", kind, "err", err)
+			s.logger().Warn("mcp: announcing list change", "kind", kind, "err", err)
 		}
 	}
 	return nil

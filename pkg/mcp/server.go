@@ -37,7 +37,9 @@ type ServerOptions struct {
 	// notifications/roots/list_changed.
 	RootsListChanged func(ctx context.Context, req *Request)
 	// Logger receives handler panics and internal errors; nil means
-	// slog.Default().
+	// slog.Default() at the time of each message (so a program that sets
+	// its default logger after building the server, as mcpfleet.Main
+	// does, gets the server's messages in it).
 	Logger *slog.Logger
 	// StateKey seals the requestState of 2026-07-28 multi-round requests
 	// (XChaCha20-Poly1305, StateKeySize bytes). Every worker of a cluster
@@ -80,7 +82,6 @@ var ErrResourceNotFound = errors.New("mcp: resource not found")
 type Server struct {
 	info   protocol.Implementation
 	opts   ServerOptions
-	log    *slog.Logger
 	events atomic.Pointer[eventsBox]
 
 	mu  sync.Mutex               // serializes registry writes
@@ -133,10 +134,6 @@ func NewServer(info protocol.Implementation, opts *ServerOptions) *Server {
 	}
 	if s.opts.CacheTTL < 0 {
 		s.opts.CacheTTL = 0
-	}
-	s.log = s.opts.Logger
-	if s.log == nil {
-		s.log = slog.Default()
 	}
 	if s.opts.StateTTL <= 0 {
 		s.opts.StateTTL = 10 * time.Minute
@@ -221,4 +218,13 @@ func (s *Server) buildCatalog(r *registry) *Catalog {
 		c.Templates = append(c.Templates, t.def)
 	}
 	return c
+}
+
+// logger returns the server's logger: ServerOptions.Logger, or else the
+// current slog.Default().
+func (s *Server) logger() *slog.Logger {
+	if s.opts.Logger != nil {
+		return s.opts.Logger
+	}
+	return slog.Default()
 }

@@ -168,7 +168,7 @@ func (s *Server) runTask(ctx context.Context, req *Request, t *tool, args json.R
 	go func() { // owned by the request, then by the task: ends with the handler
 		defer func() {
 			if p := recover(); p != nil {
-				s.log.Error("mcp: task handler panic", "tool", t.def.Name, "panic", p, "stack", string(debug.Stack()))
+				s.logger().Error("mcp: task handler panic", "tool", t.def.Name, "panic", p, "stack", string(debug.Stack()))
 				done <- toolOutcome{err: protocol.NewError(protocol.CodeInternalError, "internal error")}
 			}
 		}()
