@@ -231,7 +231,8 @@ func reindex(store Store) mcp.TypedToolHandler[ReindexIn, ReindexOut] {
 }
 
 // logCalls logs every tool call: tool, session, principal, duration and
-// outcome (never the arguments, which may be private).
+// outcome (never the arguments, which may be private, nor a whole session
+// id, which lets its holder use the session).
 func logCalls(log *slog.Logger) mcp.ToolMiddleware {
 	return func(next mcp.ToolHandler) mcp.ToolHandler {
 		return func(ctx context.Context, req *mcp.Request, args json.RawMessage) (*protocol.CallToolResult, error) {
@@ -246,12 +247,16 @@ func logCalls(log *slog.Logger) mcp.ToolMiddleware {
 			case res != nil && res.IsError:
 				outcome = "tool_error"
 			}
-			log.InfoContext(ctx, "tool call", "tool", req.Name(), "session", req.SessionID(), "principal", req.Principal(),
+			log.InfoContext(ctx, "tool call", "tool", req.Name(), "session", short(req.SessionID()), "principal", req.Principal(),
 				"duration", time.Since(start).Round(time.Microsecond), "outcome", outcome)
 			return res, err
 		}
 	}
 }
+
+// short is the first 8 bytes of a session id: enough to follow one in
+// the logs.
+func short(id string) string { return id[:min(len(id), 8)] }
 
 func contains(l []string, s string) bool {
 	for _, x := range l {

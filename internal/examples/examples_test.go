@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -178,11 +179,10 @@ func structured(t *testing.T, res *mcp.CallToolResult, v any) {
 }
 
 // cluster starts nats-server, redis-server, 2 workers running
-// command, 2 frontends and nginx, and returns nginx's MCP URL.
-func cluster(t *testing.T, command []string, workerArgs ...string) string {
+// command, 2 frontends and nginx (nginx's MCP URL is ProxyURL).
+func cluster(t *testing.T, command []string, workerArgs ...string) *testenv.Cluster {
 	t.Helper()
-	c := testenv.StartCluster(t, testenv.ClusterOptions{Frontends: 2, Workers: 2, Nginx: true, WorkerCommand: command, WorkerArgs: workerArgs})
-	return c.ProxyURL
+	return testenv.StartCluster(t, testenv.ClusterOptions{Frontends: 2, Workers: 2, Nginx: true, WorkerCommand: command, WorkerArgs: workerArgs})
 }
 
 func TestHello(t *testing.T) {
@@ -193,7 +193,7 @@ func TestHello(t *testing.T) {
 		}
 	}
 	t.Run("cluster", func(t *testing.T) {
-		url := cluster(t, []string{bin, "worker"})
+		url := cluster(t, []string{bin, "worker"}).ProxyURL
 		for _, era := range eras {
 			t.Run(era.name, func(t *testing.T) {
 				cs := connect(t, url, era.opts, &events{})
@@ -241,7 +241,8 @@ var servingRE = testenv.ServingRE
 func TestNotes(t *testing.T) {
 	bin := testenv.BuildExample(t, "notes")
 	_, notesRedis := testenv.StartRedisServer(t)
-	url := cluster(t, []string{bin, "worker"}, "--notes-redis-url", notesRedis)
+	c := cluster(t, []string{bin, "worker"}, "--notes-redis-url", notesRedis)
+	url := c.ProxyURL
 	for _, era := range eras {
 		t.Run(era.name, func(t *testing.T) {
 			e := &events{}
@@ -335,5 +336,16 @@ func TestNotes(t *testing.T) {
 				t.Errorf("%s still readable after the delete", uri)
 			}
 		})
+	}
+	// The logging middleware logged every tool call on the worker that ran
+	// it: tool, session (legacy), outcome.
+	logs := c.Workers[0].Log() + c.Workers[1].Log()
+	for _, want := range []string{`msg="tool call" tool=add_note session=`, `tool=delete_note`, `outcome=ok`} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the workers' logs have no %q:\n%s", want, logs)
+		}
+	}
+	if !regexp.MustCompile(`msg="tool call" tool=add_note session=\S{8} `).MatchString(logs) {
+		t.Errorf("no tool call logged with its legacy session id:\n%s", logs)
 	}
 }

@@ -123,7 +123,7 @@ func TestOutsideModule(t *testing.T) {
 		}
 	})
 	t.Run("workers", func(t *testing.T) {
-		url := cluster(t, []string{bin, "worker"})
+		url := cluster(t, []string{bin, "worker"}).ProxyURL
 		for _, era := range eras {
 			e := &events{}
 			cs := connect(t, url, era.opts, e)
