@@ -333,7 +333,7 @@ func TestAppHelp(t *testing.T) {
 	if code, _, errs := run("serve", "--no-such-flag"); code != 2 || !strings.Contains(errs, "no-such-flag") {
 		t.Errorf("unknown flag: exit %d, %q", code, errs)
 	}
-	if code, out, _ := run("version"); code != 0 || !strings.Contains(out, mcpfleet.Version) {
+	if code, out, _ := run("version"); code != 0 || !strings.Contains(out, "greeter 1.2.3") || !strings.Contains(out, mcpfleet.Version) {
 		t.Errorf("version: exit %d, %q", code, out)
 	}
 	// A program without a server has the frontend role only.

@@ -104,7 +104,11 @@ func (a *App) Run(ctx context.Context, args []string) int {
 			a.usage(stdout)
 			return 0
 		case "version", "--version", "-version":
-			fmt.Fprintf(stdout, "%s (mcpfleet %s, %s)\n", name, Version, runtime.Version())
+			v := name
+			if a.Server != nil {
+				v += " " + a.Server.Info().Version
+			}
+			fmt.Fprintf(stdout, "%s (mcpfleet %s, %s)\n", v, Version, runtime.Version())
 			return 0
 		}
 		if !strings.HasPrefix(args[0], "-") {

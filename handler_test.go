@@ -1,0 +1,176 @@
+package mcpfleet_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/mcpfleet/mcpfleet"
+	"github.com/mcpfleet/mcpfleet/internal/testenv"
+	"github.com/mcpfleet/mcpfleet/pkg/bus"
+	"github.com/mcpfleet/mcpfleet/pkg/mcp"
+	"github.com/mcpfleet/mcpfleet/pkg/protocol"
+)
+
+// newHandler starts the all-in-one endpoint for srv; stopped at cleanup.
+func newHandler(t *testing.T, opts *mcpfleet.HandlerOptions) *mcpfleet.Handler {
+	t.Helper()
+	h, err := mcpfleet.NewHandler(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := h.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	})
+	return h
+}
+
+// The endpoint mounted on a program's own http.ServeMux, at a path of its
+// choosing, beside its own routes.
+func TestHandlerOnServeMux(t *testing.T) {
+	h := newHandler(t, &mcpfleet.HandlerOptions{Server: greeter(t)})
+	mux := http.NewServeMux()
+	mux.Handle("/api/mcp", h)
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		if err := h.Ready(r.Context()); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		}
+	})
+	mux.Handle("/metrics", h.Metrics())
+	mux.HandleFunc("/hello", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "the program's own route") })
+	hs := httptest.NewServer(mux)
+	t.Cleanup(hs.Close)
+	greetLegacy(t, hs.URL+"/api/mcp")
+	greetModern(t, hs.URL+"/api/mcp")
+	for path, want := range map[string]string{"/readyz": "", "/metrics": "mcpfleet_worker_requests_total", "/hello": "own route"} {
+		resp, err := http.Get(hs.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		body := string(b)
+		if resp.StatusCode != 200 || !strings.Contains(body, want) {
+			t.Errorf("GET %s: %d %.200q", path, resp.StatusCode, body)
+		}
+	}
+}
+
+// The same on a gin engine, as a frontend only: the workers run
+// elsewhere on the bus (here RunWorker inside "another service", on its
+// own connection, stopped by its context).
+func TestHandlerOnGinWithRunWorker(t *testing.T) {
+	e, err := bus.StartEmbedded(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
+	wc, err := e.Connect("service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(wc.Close)
+	fc, err := e.Connect("frontend")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fc.Close)
+
+	ctx, stopWorker := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- mcpfleet.RunWorker(ctx, greeter(t), &mcpfleet.WorkerOptions{NATS: wc, StateKey: mcp.RandomStateKey(), Ready: func() { close(ready) }})
+	}()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("RunWorker: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("RunWorker never became ready")
+	}
+
+	h := newHandler(t, &mcpfleet.HandlerOptions{NATS: fc}) // no Server: a frontend; in-memory sessions
+	gin.SetMode(gin.ReleaseMode)
+	g := gin.New()
+	g.Any("/mcp", gin.WrapH(h))
+	hs := httptest.NewServer(g)
+	t.Cleanup(hs.Close)
+	// The frontend learns of the worker from its announcements.
+	c := testenv.NewClient(t, hs.URL+"/mcp")
+	c.Initialize(nil)
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var res protocol.ListToolsResult
+		if json.Unmarshal(c.Call(2, "tools/list", nil), &res) == nil && len(res.Tools) == 1 && res.Tools[0].Name == "greet" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the frontend never listed the worker's tool")
+		}
+	}
+	greetLegacy(t, hs.URL+"/mcp")
+	greetModern(t, hs.URL+"/mcp")
+
+	stopWorker()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("RunWorker after its context ended: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("RunWorker did not return after its context ended")
+	}
+	if !wc.IsConnected() {
+		t.Error("RunWorker closed the connection it was given")
+	}
+}
+
+// ExampleNewHandler mounts an all-in-one MCP endpoint on a program's own
+// mux.
+func ExampleNewHandler() {
+	srv := mcp.NewServer(protocol.Implementation{Name: "hello", Version: "1.0.0"}, nil)
+	_ = mcp.AddTool(srv, &protocol.Tool{Name: "greet"}, func(ctx context.Context, req *mcp.Request, in struct{ Name string }) (*protocol.CallToolResult, any, error) {
+		return mcp.TextResult("Hello, " + in.Name), nil, nil
+	})
+	h, err := mcpfleet.NewHandler(context.Background(), &mcpfleet.HandlerOptions{Server: srv})
+	if err != nil {
+		panic(err)
+	}
+	defer h.Shutdown(context.Background())
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	hs := httptest.NewServer(mux)
+	defer hs.Close()
+
+	// A 2026-07-28 request: no session, everything in the request.
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"greet","arguments":{"Name":"Ada"},
+	  "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	req, _ := http.NewRequest("POST", hs.URL+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", "greet")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		panic(err)
+	}
+	defer resp.Body.Close()
+	var msg struct {
+		Result protocol.CallToolResult `json:"result"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&msg)
+	fmt.Println(resp.StatusCode, msg.Result.Content[0].(*protocol.TextContent).Text)
+	// Output: 200 Hello, Ada
+}
