@@ -46,7 +46,8 @@ type Stream struct {
 // notifications of the session; server-to-client requests on it are
 // answered with the option handlers. A session has one GET stream, so a
 // legacy client has at most one open Stream (opening a second is an
-// error).
+// error). Legacy subscriptions belong to the session and outlive the
+// stream; end them with Unsubscribe.
 func (c *Client) Listen(ctx context.Context, filter *protocol.SubscriptionFilter) (*Stream, error) {
 	if filter == nil {
 		return nil, errors.New("mcpfleettest: Listen needs a filter")
