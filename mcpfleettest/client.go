@@ -185,12 +185,12 @@ func (c *Client) setup() error {
 	case protocol.EraLegacy:
 		c.version = protocol.LatestLegacyVersion
 		if o.ProtocolVersion != "" && !protocol.IsLegacyVersion(o.ProtocolVersion) {
-			return fmt.Errorf("protocol version %q is not a legacy version (%v)", o.ProtocolVersion, protocol.SupportedVersions)
+			return fmt.Errorf("protocol version %q is not a legacy version (%v)", o.ProtocolVersion, protocol.SupportedVersions())
 		}
 	case protocol.EraModern:
 		c.version = protocol.LatestVersion
 		if o.ProtocolVersion != "" && !protocol.IsModernVersion(o.ProtocolVersion) {
-			return fmt.Errorf("protocol version %q is not a 2026-07-28-era version (%v)", o.ProtocolVersion, protocol.ModernVersions)
+			return fmt.Errorf("protocol version %q is not a 2026-07-28-era version (%v)", o.ProtocolVersion, protocol.ModernVersions())
 		}
 	default:
 		return fmt.Errorf("unknown era %d: use protocol.EraLegacy or protocol.EraModern", o.Era)
