@@ -60,6 +60,7 @@ type exchange struct {
 	published  time.Time
 	gotFrame   bool
 	frames     []frame // reused by take
+	rest       []frame // frames after the one that detached the exchange, for drain
 	ended      bool    // the final response (or an end marker) was logged
 	closeGauge func()  // the open-streams gauge of this exchange's SSE stream
 }
@@ -201,8 +202,14 @@ func (ex *exchange) serve(w http.ResponseWriter, r *http.Request) step {
 				f.metrics.roundTrip(time.Since(ex.published))
 			}
 			live.Reset(f.opts.WorkerTimeout)
-			for _, fr := range ex.frames {
+			for i, fr := range ex.frames {
 				if s := ex.frame(w, fr); s != stepContinue {
+					if s == stepDetach {
+						// What came with the frame that detached (a
+						// server-to-client request right after a close,
+						// say) is the drain's, not lost.
+						ex.rest = append(ex.rest[:0], ex.frames[i+1:]...)
+					}
 					return s
 				}
 			}
@@ -409,6 +416,12 @@ func (ex *exchange) drain() {
 	defer reqTimer.Stop()
 	live := time.NewTimer(f.opts.WorkerTimeout)
 	defer live.Stop()
+	for _, fr := range ex.rest {
+		if ex.drainFrame(fr) {
+			return
+		}
+	}
+	ex.rest = nil
 	for {
 		select {
 		case <-ex.st.signal:
