@@ -151,7 +151,7 @@ func serveAdmin(addr string, ready func() error, reg *prometheus.Registry, log *
 	}
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = hs.Serve(ln) }()
-	log.Info("admin http serving", "url", "http://"+ln.Addr().String())
+	log.Info("worker http serving", "url", "http://"+ln.Addr().String())
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
