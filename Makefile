@@ -4,7 +4,7 @@ SHELL := /bin/bash
 GOBIN := $(shell go env GOPATH)/bin
 export PATH := $(GOBIN):$(PATH)
 
-.PHONY: run test deps vet gotest conformance conformance-cluster cluster build fmt lint
+.PHONY: run test deps vet gotest docs-test conformance conformance-cluster cluster build fmt lint
 
 run:
 	go run ./cmd/mcpfleet serve --listen 127.0.0.1:8080
@@ -16,9 +16,10 @@ build:
 deps:
 	./scripts/deps.sh
 
-# gofmt covers every directory; go vet runs in every module (bench/peers
-# and each of examples/ are modules of their own, outside the root's ./...).
-NESTED_MODULES := bench/peers $(patsubst %/go.mod,%,$(wildcard examples/*/go.mod))
+# gofmt covers every directory; go vet runs in every module (bench/peers,
+# each of examples/ and docs/migrating are modules of their own, outside the
+# root's ./...).
+NESTED_MODULES := bench/peers $(patsubst %/go.mod,%,$(wildcard examples/*/go.mod)) docs/migrating
 vet:
 	@test -z "$$(gofmt -l . | grep -v '^.cache/' | tee /dev/stderr)" || (echo "gofmt: the files above need formatting" && exit 1)
 	go vet ./...
@@ -26,6 +27,12 @@ vet:
 
 gotest:
 	go test -race -count=1 -timeout 20m ./...
+
+# docs/migrating.md's code: every block still an excerpt of docs/migrating/,
+# which compiles against the pinned go-sdk and mcp-go, and the three
+# versions of its server driven by the go-sdk client in both eras.
+docs-test:
+	cd docs/migrating && go test -race -count=1 ./...
 
 # Native Go fuzzing of the parsers that read client input: each target runs
 # for a bounded budget (go test -fuzz takes one package and one target per
@@ -69,7 +76,7 @@ conformance-cluster:
 cluster:
 	./scripts/cluster.sh
 
-test: deps vet gotest fuzz conformance conformance-cluster
+test: deps vet gotest docs-test fuzz conformance conformance-cluster
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

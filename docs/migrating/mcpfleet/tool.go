@@ -1,0 +1,46 @@
+package mcpfleet
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/mcpfleet/mcpfleet/pkg/mcp"
+	"github.com/mcpfleet/mcpfleet/pkg/protocol"
+)
+
+// CountIn is the input of word_count: its JSON schema is derived from the
+// type (fields without omitempty are required; the jsonschema tag is the
+// description).
+type CountIn struct {
+	Text      string `json:"text" jsonschema:"the text to count"`
+	MinLength int    `json:"minLength,omitempty" jsonschema:"count only words at least this long"`
+}
+
+// CountOut is its structured output; the output schema is derived from it.
+type CountOut struct {
+	Words int `json:"words" jsonschema:"the number of words"`
+	Lines int `json:"lines" jsonschema:"the number of lines"`
+}
+
+// AddTypedTool registers word_count.
+func AddTypedTool(srv *mcp.Server) error {
+	return mcp.AddTool(srv, &protocol.Tool{Name: "word_count", Description: "Counts the words and lines of a text"},
+		func(ctx context.Context, req *mcp.Request, in CountIn) (*protocol.CallToolResult, CountOut, error) {
+			if strings.TrimSpace(in.Text) == "" {
+				return nil, CountOut{}, errors.New("the text is empty") // a tool error (isError): the model reads it
+			}
+			return nil, count(in), nil // structuredContent, plus its JSON as a text block
+		})
+}
+
+// count does the tool's work.
+func count(in CountIn) CountOut {
+	out := CountOut{Lines: strings.Count(in.Text, "\n") + 1}
+	for _, w := range strings.Fields(in.Text) {
+		if len(w) >= in.MinLength {
+			out.Words++
+		}
+	}
+	return out
+}
