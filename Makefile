@@ -4,7 +4,7 @@ SHELL := /bin/bash
 GOBIN := $(shell go env GOPATH)/bin
 export PATH := $(GOBIN):$(PATH)
 
-.PHONY: run test deps vet gotest docs-test conformance conformance-cluster cluster build fmt lint
+.PHONY: run test deps vet gotest modules-test conformance conformance-cluster cluster build fmt lint
 
 run:
 	go run ./cmd/mcpfleet serve --listen 127.0.0.1:8080
@@ -28,11 +28,13 @@ vet:
 gotest:
 	go test -race -count=1 -timeout 20m ./...
 
-# docs/migrating.md's code: every block still an excerpt of docs/migrating/,
+# The tests of the modules beside the root: each example's own tests, and
+# docs/migrating.md's code (every block still an excerpt of docs/migrating/,
 # which compiles against the pinned go-sdk and mcp-go, and the three
-# versions of its server driven by the go-sdk client in both eras.
-docs-test:
-	cd docs/migrating && go test -race -count=1 ./...
+# versions of its server driven by the go-sdk client in both eras).
+TESTED_MODULES := $(patsubst %/go.mod,%,$(wildcard examples/*/go.mod)) docs/migrating
+modules-test:
+	@for m in $(TESTED_MODULES); do echo "go test -race -count=1 ./... (in $$m)"; (cd $$m && go test -race -count=1 ./...) || exit 1; done
 
 # Native Go fuzzing of the parsers that read client input: each target runs
 # for a bounded budget (go test -fuzz takes one package and one target per
@@ -76,7 +78,7 @@ conformance-cluster:
 cluster:
 	./scripts/cluster.sh
 
-test: deps vet gotest docs-test fuzz conformance conformance-cluster
+test: deps vet gotest modules-test fuzz conformance conformance-cluster
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
