@@ -30,9 +30,8 @@ func (s *Server) Handle(ctx context.Context, req *Request, params json.RawMessag
 	if len(params) == 0 {
 		params = json.RawMessage("{}")
 	}
+	req.params = params
 	var head struct {
-		Name lenientString `json:"name"`
-		URI  lenientString `json:"uri"`
 		Meta *struct {
 			ProgressToken json.RawMessage `json:"progressToken"`
 			Traceparent   string          `json:"traceparent"`
@@ -41,12 +40,6 @@ func (s *Server) Handle(ctx context.Context, req *Request, params json.RawMessag
 	}
 	if err := json.Unmarshal(params, &head); err != nil {
 		return nil, protocol.NewError(protocol.CodeInvalidParams, "invalid params: %v", err)
-	}
-	switch req.in.Method {
-	case protocol.MethodToolsCall, protocol.MethodPromptsGet:
-		req.name = string(head.Name)
-	case protocol.MethodResourcesRead, protocol.MethodResourcesSubscribe, protocol.MethodResourcesUnsubscribe:
-		req.name = string(head.URI)
 	}
 	if head.Meta != nil {
 		if tok := head.Meta.ProgressToken; len(tok) > 0 && string(tok) != "null" {
@@ -88,10 +81,9 @@ func (s *Server) Handle(ctx context.Context, req *Request, params json.RawMessag
 	return res, nil
 }
 
-// lenientString decodes a JSON string and ignores any other value: the
-// head of Handle reads name and uri for every method, and must not refuse
-// params where they mean something else (the method's own decode reports a
-// wrong type).
+// lenientString decodes a JSON string and ignores any other value:
+// Request.Name reads name and uri, and must not refuse params where they
+// mean something else (the method's own decode reports a wrong type).
 type lenientString string
 
 func (l *lenientString) UnmarshalJSON(b []byte) error {
@@ -195,6 +187,7 @@ func (s *Server) serve(ctx context.Context, req *Request, r *registry, params js
 		if err := decodeParams(params, &p); err != nil {
 			return nil, err
 		}
+		req.setName(p.URI)
 		if p.URI == "" {
 			return nil, protocol.NewError(protocol.CodeInvalidParams, "invalid params: uri is required")
 		}
@@ -304,6 +297,7 @@ func (s *Server) getPrompt(ctx context.Context, req *Request, r *registry, param
 	if err := decodeParams(params, &p); err != nil {
 		return nil, err
 	}
+	req.setName(p.Name)
 	pr, ok := r.prompts[p.Name]
 	if !ok {
 		return nil, protocol.NewError(protocol.CodeInvalidParams, "invalid params: unknown prompt %q", p.Name)
@@ -334,6 +328,7 @@ func (s *Server) readResource(ctx context.Context, req *Request, r *registry, pa
 	if err := decodeParams(params, &p); err != nil {
 		return nil, err
 	}
+	req.setName(p.URI)
 	if p.URI == "" {
 		return nil, protocol.NewError(protocol.CodeInvalidParams, "invalid params: uri is required")
 	}

@@ -88,7 +88,9 @@ type RequestInit struct {
 // [NewRequest] and passes it to [Server.Handle].
 type Request struct {
 	in   RequestInit
-	name string // the target: tool or prompt name, resource URI
+	params   json.RawMessage // set by Handle: where Name finds the target
+	nameOnce sync.Once
+	name     string // the target (see Name), set once
 
 	progressToken json.RawMessage
 	progressMu    sync.Mutex
@@ -153,8 +155,35 @@ func (r *Request) Principal() string { return r.in.Principal }
 // Name returns the request's target: the tool name of tools/call, the
 // prompt name of prompts/get, the URI of resources/read,
 // resources/subscribe and resources/unsubscribe; "" for other methods (and
-// before [Server.Handle] starts).
-func (r *Request) Name() string { return r.name }
+// before [Server.Handle] starts). The method's dispatch records it as it
+// decodes the params; a middleware that asks before (a request middleware
+// runs first) has it decoded then, so a server without middleware never
+// decodes it twice.
+func (r *Request) Name() string {
+	if r.srv == nil {
+		return "" // Handle has not started: params are not known yet
+	}
+	r.nameOnce.Do(func() {
+		var p struct {
+			Name lenientString `json:"name"`
+			URI  lenientString `json:"uri"`
+		}
+		if len(r.params) == 0 || json.Unmarshal(r.params, &p) != nil {
+			return
+		}
+		switch r.in.Method {
+		case protocol.MethodToolsCall, protocol.MethodPromptsGet:
+			r.name = string(p.Name)
+		case protocol.MethodResourcesRead, protocol.MethodResourcesSubscribe, protocol.MethodResourcesUnsubscribe:
+			r.name = string(p.URI)
+		}
+	})
+	return r.name
+}
+
+// setName records the target the method's dispatch decoded (the first
+// record, or Name's own decode, wins).
+func (r *Request) setName(name string) { r.nameOnce.Do(func() { r.name = name }) }
 
 // Features says what a transport can deliver.
 type Features struct {

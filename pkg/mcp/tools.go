@@ -16,6 +16,7 @@ func (s *Server) callTool(ctx context.Context, req *Request, r *registry, params
 	if err := decodeParams(params, &p); err != nil {
 		return nil, err
 	}
+	req.setName(p.Name)
 	t, ok := r.tools[p.Name]
 	if !ok {
 		return nil, protocol.NewError(protocol.CodeInvalidParams, "invalid params: unknown tool %q", p.Name)
