@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -169,12 +170,20 @@ func checkGreeting(t *testing.T, r *testenv.Reply) {
 // The user's binary as serve: the all-in-one answers its own tools in
 // both eras, and a cancelled context (SIGTERM in Main) drains and exits 0.
 func TestAppServe(t *testing.T) {
-	r := start(t, &mcpfleet.App{Name: "greeter", Server: greeter(t)}, "serve", "--listen", "127.0.0.1:0", "--drain-timeout", "5s")
+	var closed atomic.Bool
+	app := &mcpfleet.App{Name: "greeter", Server: greeter(t), Close: func() error { closed.Store(true); return nil }}
+	r := start(t, app, "serve", "--listen", "127.0.0.1:0", "--drain-timeout", "5s")
 	url := r.waitLog(t, servingRE)
 	greetLegacy(t, url)
 	greetModern(t, url)
+	if closed.Load() {
+		t.Fatal("App.Close ran while serving")
+	}
 	if code := r.stop(t); code != 0 {
 		t.Fatalf("exit %d after the context ended:\n%s", code, r.stderr.String())
+	}
+	if !closed.Load() {
+		t.Error("App.Close did not run after the drain")
 	}
 	if !strings.Contains(r.stderr.String(), "draining") {
 		t.Errorf("no drain logged:\n%s", r.stderr.String())
@@ -210,11 +219,17 @@ func TestAppWorkerNeedsStateKey(t *testing.T) {
 	select {
 	case code := <-r.done:
 		r.done <- code
-		if code != 1 || !strings.Contains(r.stderr.String(), mcpfleet.StateKeyEnv) {
-			t.Errorf("exit %d, stderr %q: want 1 and a message naming %s", code, r.stderr.String(), mcpfleet.StateKeyEnv)
+		if code != 2 || !strings.Contains(r.stderr.String(), mcpfleet.StateKeyEnv) {
+			t.Errorf("exit %d, stderr %q: want 2 and a message naming %s", code, r.stderr.String(), mcpfleet.StateKeyEnv)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the worker without a state key did not exit")
+	}
+	// So does the all-in-one joining an external NATS.
+	var errb bytes.Buffer
+	serve := &mcpfleet.App{Server: greeter(t), Stdout: io.Discard, Stderr: &errb}
+	if code := serve.Run(context.Background(), []string{"serve", "--nats-url", "nats://127.0.0.1:1"}); code != 2 || !strings.Contains(errb.String(), mcpfleet.StateKeyEnv) {
+		t.Errorf("serve --nats-url without a key: exit %d, %q", code, errb.String())
 	}
 	// A key set in code is enough.
 	srv := mcp.NewServer(protocol.Implementation{Name: "keyed", Version: "1"}, &mcp.ServerOptions{StateKey: mcp.RandomStateKey()})
@@ -335,6 +350,18 @@ func TestAppHelp(t *testing.T) {
 	}
 	if code, out, _ := run("version"); code != 0 || !strings.Contains(out, "greeter 1.2.3") || !strings.Contains(out, mcpfleet.Version) {
 		t.Errorf("version: exit %d, %q", code, out)
+	}
+	// A binary with a default role shows that role's flags for -h.
+	var wout bytes.Buffer
+	w := &mcpfleet.App{Name: "worker", Default: "worker", Server: greeter(t), Stdout: &wout, Stderr: io.Discard}
+	if code := w.Run(context.Background(), []string{"-h"}); code != 0 || !strings.Contains(wout.String(), "--state-key") || !strings.Contains(wout.String(), "Usage: worker [worker]") {
+		t.Errorf("worker -h: exit %d:\n%s", code, wout.String())
+	}
+	// A program flag may not redefine a built-in one.
+	var rerr bytes.Buffer
+	bad := &mcpfleet.App{Server: greeter(t), Stdout: io.Discard, Stderr: &rerr, Flags: func(fs *flag.FlagSet) { fs.String("log-level", "", "") }}
+	if code := bad.Run(context.Background(), []string{"serve"}); code != 2 || !strings.Contains(rerr.String(), "log-level") {
+		t.Errorf("a program flag redefining --log-level: exit %d, %q", code, rerr.String())
 	}
 	// A program without a server has the frontend role only.
 	var errb bytes.Buffer

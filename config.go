@@ -69,8 +69,9 @@ type config struct {
 	oldStateKeys                 [][]byte
 }
 
-// define registers the flags of role r on f, bound to c.
-func (c *config) define(r role, f *flags, program func(*flag.FlagSet)) {
+// define registers the flags of role r on f, bound to c, then the
+// program's own (an error when one redefines a built-in flag).
+func (c *config) define(r role, f *flags, program func(*flag.FlagSet)) error {
 	if r.http() {
 		f.in(groupHTTP)
 		f.str(&c.Listen, "listen", DefaultListen, "ADDR", "HTTP listen address (host:port)")
@@ -126,9 +127,12 @@ func (c *config) define(r role, f *flags, program func(*flag.FlagSet)) {
 	if r.handlers() {
 		f.in(groupWorker)
 		usage := "base64 of the 32-byte key sealing 2026-07-28 requestState, the same on every worker; more keys after commas still open states sealed before a rotation"
-		if r == roleWorker {
+		switch r {
+		case roleWorker:
 			usage += " (required)"
-		} else {
+		case roleServe:
+			usage += " (default: random on the embedded NATS; required with --nats-url)"
+		default:
 			usage += " (default: random)"
 		}
 		f.secretStr(&c.StateKey, "state-key", "KEYS", usage)
@@ -142,9 +146,6 @@ func (c *config) define(r role, f *flags, program func(*flag.FlagSet)) {
 	if r == roleStdio {
 		f.dur(&c.RequestTimeout, "request-timeout", 10*time.Minute, "longest time a request may take")
 		f.i64(&c.MaxBodyBytes, "max-message-bytes", 4<<20, "largest message (one line)")
-	}
-	if program != nil && r.handlers() {
-		f.program(program)
 	}
 
 	f.in(groupProcess)
@@ -161,6 +162,10 @@ func (c *config) define(r role, f *flags, program func(*flag.FlagSet)) {
 		logFormat = "json" // production roles: log collectors read them
 	}
 	f.str(&c.LogFormat, "log-format", logFormat, "FORMAT", "text or json")
+	if program != nil && r.handlers() {
+		return f.program(program)
+	}
+	return nil
 }
 
 // validate checks c for role r; every problem is reported at once.

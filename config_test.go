@@ -15,7 +15,9 @@ func parse(t *testing.T, r role, args []string, program func(*flag.FlagSet)) (*c
 	t.Helper()
 	c := &config{}
 	f := newFlags("test")
-	c.define(r, f, program)
+	if err := c.define(r, f, program); err != nil {
+		return nil, err
+	}
 	if err := f.parse(args); err != nil {
 		return nil, err
 	}
@@ -94,6 +96,29 @@ func TestParseEnvironment(t *testing.T) {
 	}
 	if greeting != "hej" {
 		t.Errorf("a program flag's twin MCPFLEET_GREETING not used: %q", greeting)
+	}
+}
+
+// Values from the environment: errors say what is wanted; an empty
+// variable (compose's ${X} with X unset) is no value at all, but for a
+// text flag.
+func TestParseEnvironmentValues(t *testing.T) {
+	t.Setenv("MCPFLEET_SESSION_TTL", "30")
+	if _, err := parse(t, roleFrontend, nil, nil); err == nil || !strings.Contains(err.Error(), "MCPFLEET_SESSION_TTL") || !strings.Contains(err.Error(), "duration") {
+		t.Errorf("MCPFLEET_SESSION_TTL=30: %v", err)
+	}
+	t.Setenv("MCPFLEET_SESSION_TTL", "")
+	t.Setenv("MCPFLEET_MAX_BODY_BYTES", "")
+	t.Setenv("MCPFLEET_NATS_URL", "")
+	c, err := parse(t, roleServe, nil, nil)
+	if err != nil || c.SessionTTL != 30*time.Minute || c.MaxBodyBytes != 4<<20 {
+		t.Errorf("empty variables: %v, ttl %v, body %d; want the defaults", err, c.SessionTTL, c.MaxBodyBytes)
+	}
+	if _, err := parse(t, roleWorker, nil, nil); err == nil || !strings.Contains(err.Error(), "--nats-url is required") {
+		t.Errorf("MCPFLEET_NATS_URL= for a worker: %v; want the empty URL refused", err)
+	}
+	if _, err := parse(t, roleFrontend, []string{"--session-ttl", "5"}, nil); err == nil || !strings.Contains(err.Error(), "--session-ttl") || !strings.Contains(err.Error(), "duration") {
+		t.Errorf("--session-ttl 5: %v", err)
 	}
 }
 

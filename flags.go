@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -82,10 +83,16 @@ func (f *flags) list(p *[]string, name, usage string) {
 	f.add(name, "LIST")
 }
 
-// program registers the App's own flags in the program group.
-func (f *flags) program(register func(*flag.FlagSet)) {
+// program registers the App's own flags in the program group; a flag
+// that redefines a built-in one is an error, not a panic.
+func (f *flags) program(register func(*flag.FlagSet)) (err error) {
 	before := map[string]bool{}
 	f.fs.VisitAll(func(fl *flag.Flag) { before[fl.Name] = true })
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("App.Flags: %v (the built-in flags of a role cannot be redefined)", p)
+		}
+	}()
 	register(f.fs)
 	f.fs.VisitAll(func(fl *flag.Flag) {
 		if !before[fl.Name] {
@@ -93,6 +100,7 @@ func (f *flags) program(register func(*flag.FlagSet)) {
 			f.arg[fl.Name], _ = flag.UnquoteUsage(fl)
 		}
 	})
+	return nil
 }
 
 func splitList(s string) []string {
@@ -106,14 +114,15 @@ func splitList(s string) []string {
 }
 
 // parse parses args, then applies the environment twins of the flags the
-// command line did not set. Errors name the flag or variable, never a
-// secret's value.
+// command line did not set (an empty variable counts as unset, except for
+// a text flag, where empty may mean something). Errors name the flag or
+// variable, and never quote a secret's value.
 func (f *flags) parse(args []string) error {
 	if err := f.fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
-		return f.redact(err)
+		return f.explain(err)
 	}
 	if f.fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %q", f.fs.Args())
@@ -126,29 +135,69 @@ func (f *flags) parse(args []string) error {
 			return
 		}
 		v, ok := os.LookupEnv(EnvName(fl.Name))
-		if !ok {
+		if !ok || (v == "" && !isText(fl)) {
 			return
 		}
 		if err := fl.Value.Set(v); err != nil {
 			if f.secret[fl.Name] {
 				errs = append(errs, fmt.Errorf("%s: invalid value", EnvName(fl.Name)))
 			} else {
-				errs = append(errs, fmt.Errorf("%s=%q: %v", EnvName(fl.Name), v, err))
+				errs = append(errs, fmt.Errorf("%s=%q: %v", EnvName(fl.Name), v, reason(fl, v, err)))
 			}
 		}
 	})
 	return errors.Join(errs...)
 }
 
-// redact drops the value from the flag package's parse error of a secret
-// flag ("invalid value "…" for flag -state-key: …").
-func (f *flags) redact(err error) error {
-	for name := range f.secret {
-		if strings.Contains(err.Error(), "flag -"+name+":") {
-			return fmt.Errorf("invalid value for --%s", name)
+// isText reports whether fl holds a string.
+func isText(fl *flag.Flag) bool {
+	g, ok := fl.Value.(flag.Getter)
+	if !ok {
+		return false
+	}
+	_, text := g.Get().(string)
+	return text
+}
+
+// reason says why v is not a value of fl, better than the flag package's
+// "parse error".
+func reason(fl *flag.Flag, v string, err error) error {
+	g, ok := fl.Value.(flag.Getter)
+	if !ok {
+		return err
+	}
+	switch g.Get().(type) {
+	case time.Duration:
+		if _, perr := time.ParseDuration(v); perr != nil {
+			return errors.New("want a duration such as 30s, 5m or 1h30m")
 		}
+	case int64, int:
+		return errors.New("want a whole number")
+	case bool:
+		return errors.New("want true or false")
 	}
 	return err
+}
+
+// flagErrRE matches the flag package's error about a bad value.
+var flagErrRE = regexp.MustCompile(`^invalid value "(.*)" for flag -([^:]+): (.*)$`)
+
+// explain rewrites a flag package parse error: the flag as --name, a
+// better reason, and no value for a secret.
+func (f *flags) explain(err error) error {
+	m := flagErrRE.FindStringSubmatch(err.Error())
+	if m == nil {
+		return errors.New(strings.Replace(err.Error(), "provided but not defined: -", "provided but not defined: --", 1))
+	}
+	name := m[2]
+	if f.secret[name] {
+		return fmt.Errorf("--%s: invalid value", name)
+	}
+	fl := f.fs.Lookup(name)
+	if fl == nil {
+		return err
+	}
+	return fmt.Errorf("--%s %q: %v", name, m[1], reason(fl, m[1], errors.New(m[3])))
 }
 
 // usage writes the flags by group, one line each, with their built-in

@@ -3,6 +3,7 @@ package mcpfleet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -24,26 +25,22 @@ import (
 // given.
 const DefaultNATSURL = "nats://127.0.0.1:4222"
 
-// HandlerOptions configure [NewHandler]. With Server set, the zero value
-// of every other field is the all-in-one: an embedded NATS server, an
-// in-process worker and an in-memory session store.
+// HandlerOptions configure [NewHandler]. With a server, the zero value is
+// the all-in-one: an embedded NATS server, an in-process worker and an
+// in-memory session store.
 type HandlerOptions struct {
-	// Server, when set, is served by a worker inside this process, beside
-	// the frontend (the all-in-one). Nil: a frontend only, forwarding to
-	// the workers on NATS.
-	Server *mcp.Server
 	// NATS is an open connection to use; the handler does not close it.
 	// Nil: connect to NATSURL.
 	NATS *nats.Conn
 	// NATSURL is the NATS server (a comma-separated list for a cluster).
-	// Empty: an embedded NATS server inside this process when Server is
-	// set, else DefaultNATSURL.
+	// Empty: an embedded NATS server inside this process when there is a
+	// server to serve, else DefaultNATSURL.
 	NATSURL string
 	// NATSListen, with the embedded NATS server, also opens it to other
 	// processes on this address (host:port). Empty: in-process only.
 	NATSListen string
 	// Store holds legacy sessions; the handler does not close it. Nil:
-	// RedisURL.
+	// Frontend.Store, else RedisURL.
 	Store sessionstore.Store
 	// RedisURL is the Redis server holding legacy sessions, subscriptions
 	// and stream logs, shared by every frontend of a cluster. Empty: an
@@ -54,7 +51,7 @@ type HandlerOptions struct {
 	Memory sessionstore.Options
 	// StateKey (mcp.StateKeySize bytes) seals 2026-07-28 requestState;
 	// OldStateKeys still open states sealed before a rotation. Nil: the
-	// Server's own configured key; else, on the embedded NATS server, a
+	// server's own configured key; else, on the embedded NATS server, a
 	// random key; else NewHandler fails with ErrNoStateKey (the other
 	// workers of the cluster could not open this worker's states).
 	StateKey     []byte
@@ -67,12 +64,14 @@ type HandlerOptions struct {
 	// every request needs a bearer token (see auth.Options). Nil: no
 	// authentication.
 	Auth *auth.Options
-	// Worker configures the in-process worker (with Server; see
+	// Worker configures the in-process worker (with a server; see
 	// worker.Options). Its Logger and Metrics are filled in when nil, and
 	// its ID defaults to Frontend.ID.
 	Worker worker.Options
-	// Registry receives the metrics of the frontend and worker. Nil: a
-	// new registry with the Go runtime and process collectors.
+	// Registry receives the metrics of the frontend and worker, and is
+	// what Metrics serves; one registry per Handler (a second would
+	// register the same metrics twice). Nil: a new registry with the Go
+	// runtime and process collectors (NewRegistry).
 	Registry *prometheus.Registry
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
@@ -94,72 +93,63 @@ type Handler struct {
 }
 
 // NewHandler connects to NATS and the session store (or starts the
-// embedded ones), starts the in-process worker when opts.Server is set,
-// and returns the endpoint. ctx bounds the start only. On error nothing
-// is left running.
-func NewHandler(ctx context.Context, opts *HandlerOptions) (h *Handler, err error) {
-	if opts == nil {
-		opts = &HandlerOptions{}
+// embedded ones), starts an in-process worker serving srv when srv is not
+// nil (the all-in-one; nil: a frontend for the workers on NATS), and
+// returns the endpoint. ctx bounds the start only. On error nothing is
+// left running. opts may be nil.
+func NewHandler(ctx context.Context, srv *mcp.Server, opts *HandlerOptions) (*Handler, error) {
+	o := HandlerOptions{}
+	if opts != nil {
+		o = *opts
 	}
-	o := *opts
-	h = &Handler{log: o.Logger, reg: o.Registry}
+	h := &Handler{log: o.Logger, reg: o.Registry}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
 	if h.reg == nil {
 		h.reg = NewRegistry()
 	}
-	defer func() {
-		if err != nil {
-			h.closeAll(context.Background())
-		}
-	}()
-	nc, embedded, err := h.connect(&o)
-	if err != nil {
+	if err := h.start(ctx, srv, &o); err != nil {
+		h.closeAll(ctx)
 		return nil, err
 	}
-	if o.Server != nil {
-		if err := installStateKey(o.Server, o.StateKey, o.OldStateKeys, !embedded); err != nil {
-			return nil, err
+	return h, nil
+}
+
+// start does NewHandler's work; what it opened is in h.closers.
+func (h *Handler) start(ctx context.Context, srv *mcp.Server, o *HandlerOptions) error {
+	embedded := o.NATS == nil && o.NATSURL == "" && srv != nil
+	if srv != nil {
+		// Before anything connects: a worker that cannot share its key
+		// must not join the queue groups at all.
+		if err := installStateKey(srv, o.StateKey, o.OldStateKeys, !embedded); err != nil {
+			return err
 		}
-		if embedded && o.NATSListen != "" && o.StateKey == nil && !o.Server.StateKeyConfigured() {
+		if embedded && o.NATSListen != "" && o.StateKey == nil && !srv.StateKeyConfigured() {
 			h.log.Warn("the embedded NATS server is open to other processes but no requestState key is set: workers joining it cannot open this one's multi-round states; set " + StateKeyEnv)
 		}
-		wo := o.Worker
-		if wo.ID == "" {
-			wo.ID = o.Frontend.ID
-		}
-		if wo.Logger == nil {
-			wo.Logger = h.log
-		}
-		if wo.Metrics == nil {
-			wo.Metrics = worker.NewMetrics(h.reg)
-		}
-		w, err := worker.New(nc, o.Server, &wo)
-		if err != nil {
-			return nil, err
-		}
-		if err := w.Start(ctx); err != nil {
-			return nil, err
-		}
-		h.w = w
-		h.closers = append(h.closers, func(ctx context.Context) { _ = w.Shutdown(ctx) })
 	}
-	store := o.Store
-	if store == nil {
-		if store, err = openStore(ctx, &o); err != nil {
-			return nil, err
-		}
-		h.closers = append(h.closers, func(ctx context.Context) { _ = store.Close(ctx) })
+	nc, err := h.connect(o, srv != nil, embedded)
+	if err != nil {
+		return err
 	}
 	fo := o.Frontend
-	fo.Store = store
+	if o.Store != nil {
+		fo.Store = o.Store
+	}
+	if fo.Store == nil {
+		if fo.Store, err = openStore(ctx, o); err != nil {
+			return err
+		}
+		store := fo.Store
+		h.closers = append(h.closers, func(ctx context.Context) { _ = store.Close(ctx) })
+	}
 	if fo.Logger == nil {
 		fo.Logger = h.log
 	}
 	if fo.Metrics == nil {
 		var sessions func() int
-		if m, ok := store.(interface{ Len() int }); ok {
+		if m, ok := fo.Store.(interface{ Len() int }); ok {
 			sessions = m.Len
 		}
 		fo.Metrics = frontend.NewMetrics(h.reg, sessions)
@@ -173,7 +163,7 @@ func NewHandler(ctx context.Context, opts *HandlerOptions) (h *Handler, err erro
 		v, err := auth.New(vctx, ao)
 		cancel()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		fo.Auth = v
 		h.log.Info("authentication on", "issuer", ao.Issuer, "audience", ao.Audience)
@@ -181,51 +171,78 @@ func NewHandler(ctx context.Context, opts *HandlerOptions) (h *Handler, err erro
 	h.verifier = fo.Auth
 	fe, err := frontend.New(nc, fo)
 	if err != nil {
-		return nil, err
+		return err
+	}
+	if srv != nil {
+		// The worker starts once nothing else can fail but the frontend's
+		// subscriptions, and before them: the frontend then finds its pool
+		// at once.
+		wo := o.Worker
+		if wo.ID == "" {
+			wo.ID = o.Frontend.ID
+		}
+		if wo.Logger == nil {
+			wo.Logger = h.log
+		}
+		if wo.Metrics == nil {
+			wo.Metrics = worker.NewMetrics(h.reg)
+		}
+		w, err := worker.New(nc, srv, &wo)
+		if err != nil {
+			return err
+		}
+		if err := w.Start(ctx); err != nil {
+			return err
+		}
+		h.w = w
+		h.closers = append(h.closers, func(ctx context.Context) { _ = w.Shutdown(ctx) })
 	}
 	if err := fe.Start(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	h.fe = fe
-	return h, nil
+	return nil
 }
 
-// connect returns the NATS connection to use, and whether it goes to an
-// embedded server started here.
-func (h *Handler) connect(o *HandlerOptions) (*nats.Conn, bool, error) {
+// connect returns the NATS connection to use: o.NATS, an embedded
+// server's, or one to o.NATSURL.
+func (h *Handler) connect(o *HandlerOptions, withWorker, embedded bool) (*nats.Conn, error) {
 	switch {
 	case o.NATS != nil:
-		return o.NATS, false, nil
-	case o.NATSURL == "" && o.Server != nil:
+		return o.NATS, nil
+	case embedded:
 		e, err := bus.StartEmbedded(&bus.EmbeddedOptions{Listen: o.NATSListen, Logger: h.log})
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		h.closers = append(h.closers, func(ctx context.Context) { _ = e.Shutdown(ctx) })
 		nc, err := e.Connect("mcpfleet")
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		h.closers = append(h.closers, func(context.Context) { nc.Close() })
 		if u := e.ClientURL(); u != "" {
 			h.log.Info("embedded NATS listening", "url", u)
 		}
-		return nc, true, nil
+		return nc, nil
+	}
+	if o.NATSListen != "" {
+		h.log.Warn("--nats-listen applies to the embedded NATS server only; it is ignored with an external one")
 	}
 	url := o.NATSURL
 	if url == "" {
 		url = DefaultNATSURL
 	}
 	name := "mcpfleet-frontend"
-	if o.Server != nil {
+	if withWorker {
 		name = "mcpfleet"
 	}
 	nc, err := bus.Connect(url, &bus.ConnectOptions{Name: name, Logger: h.log})
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	h.closers = append(h.closers, func(context.Context) { nc.Close() })
-	return nc, false, nil
+	return nc, nil
 }
 
 // openStore opens the session store of o: Redis at o.RedisURL, or the
@@ -276,19 +293,26 @@ func (h *Handler) Ready(ctx context.Context) error { return h.fe.Ready(ctx) }
 // it before stopping the HTTP server, then Shutdown.
 func (h *Handler) Leave() { h.fe.Leave() }
 
-// Shutdown drains: the in-process worker finishes its requests (and
-// leaves the queue groups), the frontend refuses new exchanges, closes
+// Shutdown drains: the in-process worker leaves the queue groups and
+// finishes its requests, the frontend refuses new exchanges, closes
 // listen streams with their final result and waits for the requests in
-// flight; then what NewHandler opened is closed. ctx bounds the drain.
-// It is idempotent.
+// flight; then what NewHandler opened is closed. ctx bounds the drain;
+// the error says what did not finish within it. It is idempotent.
 func (h *Handler) Shutdown(ctx context.Context) error {
 	h.once.Do(func() {
+		var werr error
 		if h.w != nil {
 			// Before the frontend: what the worker finishes (tasks) still
 			// reaches the store through it.
-			_ = h.w.Shutdown(ctx)
+			if werr = h.w.Shutdown(ctx); werr != nil {
+				werr = fmt.Errorf("draining the worker: %w", werr)
+			}
 		}
-		h.err = h.fe.Shutdown(ctx)
+		ferr := h.fe.Shutdown(ctx)
+		if ferr != nil {
+			ferr = fmt.Errorf("draining the frontend: %w", ferr)
+		}
+		h.err = errors.Join(werr, ferr)
 		h.closeAll(ctx)
 	})
 	return h.err
@@ -312,4 +336,6 @@ func NewRegistry() *prometheus.Registry {
 	return reg
 }
 
-var errNoServer = errors.New("no MCP server: this program runs only the frontend role")
+// ErrNoServer is returned by the functions that run handlers when they
+// are given no server.
+var ErrNoServer = errors.New("mcpfleet: no MCP server to serve")

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -14,15 +17,16 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/mcpfleet/mcpfleet"
 	"github.com/mcpfleet/mcpfleet/internal/testenv"
+	"github.com/mcpfleet/mcpfleet/pkg/auth"
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
 	"github.com/mcpfleet/mcpfleet/pkg/mcp"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 )
 
 // newHandler starts the all-in-one endpoint for srv; stopped at cleanup.
-func newHandler(t *testing.T, opts *mcpfleet.HandlerOptions) *mcpfleet.Handler {
+func newHandler(t *testing.T, srv *mcp.Server, opts *mcpfleet.HandlerOptions) *mcpfleet.Handler {
 	t.Helper()
-	h, err := mcpfleet.NewHandler(t.Context(), opts)
+	h, err := mcpfleet.NewHandler(t.Context(), srv, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +43,7 @@ func newHandler(t *testing.T, opts *mcpfleet.HandlerOptions) *mcpfleet.Handler {
 // The endpoint mounted on a program's own http.ServeMux, at a path of its
 // choosing, beside its own routes.
 func TestHandlerOnServeMux(t *testing.T) {
-	h := newHandler(t, &mcpfleet.HandlerOptions{Server: greeter(t)})
+	h := newHandler(t, greeter(t), nil)
 	mux := http.NewServeMux()
 	mux.Handle("/api/mcp", h)
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
@@ -101,7 +105,7 @@ func TestHandlerOnGinWithRunWorker(t *testing.T) {
 		t.Fatal("RunWorker never became ready")
 	}
 
-	h := newHandler(t, &mcpfleet.HandlerOptions{NATS: fc}) // no Server: a frontend; in-memory sessions
+	h := newHandler(t, nil, &mcpfleet.HandlerOptions{NATS: fc}) // no Server: a frontend; in-memory sessions
 	gin.SetMode(gin.ReleaseMode)
 	g := gin.New()
 	g.Any("/mcp", gin.WrapH(h))
@@ -143,7 +147,7 @@ func ExampleNewHandler() {
 	_ = mcp.AddTool(srv, &protocol.Tool{Name: "greet"}, func(ctx context.Context, req *mcp.Request, in struct{ Name string }) (*protocol.CallToolResult, any, error) {
 		return mcp.TextResult("Hello, " + in.Name), nil, nil
 	})
-	h, err := mcpfleet.NewHandler(context.Background(), &mcpfleet.HandlerOptions{Server: srv})
+	h, err := mcpfleet.NewHandler(context.Background(), srv, nil)
 	if err != nil {
 		panic(err)
 	}
@@ -173,4 +177,65 @@ func ExampleNewHandler() {
 	_ = json.NewDecoder(resp.Body).Decode(&msg)
 	fmt.Println(resp.StatusCode, msg.Result.Content[0].(*protocol.TextContent).Text)
 	// Output: 200 Hello, Ada
+}
+
+// settledGoroutines waits until the goroutine count is back to at most
+// want (a generous hang guard), and returns the count.
+func settledGoroutines(want int) int {
+	n := runtime.NumGoroutine()
+	for deadline := time.Now().Add(10 * time.Second); n > want && time.Now().Before(deadline); n = runtime.NumGoroutine() {
+		time.Sleep(20 * time.Millisecond)
+	}
+	return n
+}
+
+// Every way NewHandler can fail returns an error and leaves nothing
+// running: no panic, no goroutine, no worker on the bus.
+func TestNewHandlerErrors(t *testing.T) {
+	e, err := bus.StartEmbedded(&bus.EmbeddedOptions{Listen: "127.0.0.1:-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
+	natsURL := e.ClientURL()
+	quiet := slog.New(slog.DiscardHandler)
+	tests := []struct {
+		name string
+		srv  *mcp.Server
+		opts mcpfleet.HandlerOptions
+		want string
+	}{
+		{"unreachable NATS", nil, mcpfleet.HandlerOptions{NATSURL: "nats://127.0.0.1:1"}, "NATS"},
+		{"unreachable Redis", greeter(t), mcpfleet.HandlerOptions{RedisURL: "redis://127.0.0.1:1/0"}, "redis"},
+		{"a JWKS file that is not there", greeter(t), mcpfleet.HandlerOptions{Auth: &auth.Options{Issuer: "https://as", Audience: "https://x/mcp", JWKSFile: "/nonexistent/jwks.json"}}, "jwks"},
+		{"no state key on an external NATS", greeter(t), mcpfleet.HandlerOptions{NATSURL: natsURL}, mcpfleet.StateKeyEnv},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := runtime.NumGoroutine()
+			tc.opts.Logger = quiet
+			h, err := mcpfleet.NewHandler(t.Context(), tc.srv, &tc.opts)
+			if err == nil || h != nil || !strings.Contains(strings.ToLower(err.Error()), strings.ToLower(tc.want)) {
+				t.Fatalf("NewHandler = %v, %v; want an error mentioning %q", h, err, tc.want)
+			}
+			if n := settledGoroutines(before); n > before {
+				t.Errorf("%d goroutines after the failed start, %d before", n, before)
+			}
+		})
+	}
+}
+
+// A taken address fails RunServe at once, before its worker joins the
+// bus.
+func TestRunServeAddressTaken(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	err = mcpfleet.RunServe(t.Context(), greeter(t), &mcpfleet.ServeOptions{Listen: ln.Addr().String(),
+		HandlerOptions: mcpfleet.HandlerOptions{Logger: slog.New(slog.DiscardHandler)}})
+	if err == nil || !strings.Contains(err.Error(), "listening on") {
+		t.Fatalf("RunServe on a taken address: %v", err)
+	}
 }

@@ -53,6 +53,13 @@ type App struct {
 	Default string
 	// Commands are more subcommands, listed by help after the roles.
 	Commands []Command
+	// Version is the program's version, printed by `version`; empty
+	// means the Server's serverInfo version (none with NewServer).
+	Version string
+	// Close, when set, is called once the role has stopped (after the
+	// drain), to release what NewServer opened; an error makes the exit
+	// status 1.
+	Close func() error
 	// Stdin, Stdout and Stderr are the process's when nil. Stdio serves
 	// the protocol on Stdin and Stdout; logs and errors go to Stderr;
 	// help and version go to Stdout.
@@ -80,9 +87,11 @@ var roleSummary = []struct {
 }
 
 // Main runs the program with os.Args until SIGINT or SIGTERM and exits
-// with Run's status.
+// with Run's status. The first signal starts the drain; a second one
+// ends the process at once.
 func (a *App) Main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	context.AfterFunc(ctx, stop) // from now on a signal has its default effect
 	code := a.Run(ctx, os.Args[1:])
 	stop()
 	os.Exit(code)
@@ -90,22 +99,34 @@ func (a *App) Main() {
 
 // Run runs the program with args (without the program name) until ctx
 // ends, and returns the exit status: 0 after a clean stop or help, 1
-// when running failed, 2 on a usage error.
+// when running failed, 2 on a usage error (a bad flag, a missing
+// requestState key). A role sets slog.Default to the process logger its
+// flags describe.
 func (a *App) Run(ctx context.Context, args []string) int {
 	stdout, stderr := a.out()
 	name := a.name()
 	cmd := a.defaultRole()
 	if len(args) > 0 {
 		switch args[0] {
-		case "-h", "-help", "--help", "help":
-			if len(args) > 1 && args[0] == "help" {
+		case "help":
+			if len(args) > 1 {
 				return a.Run(ctx, []string{args[1], "-h"})
+			}
+			a.usage(stdout)
+			return 0
+		case "-h", "-help", "--help":
+			if a.Default != "" {
+				// A binary run for one role (worker, frontend): its flags.
+				return a.Run(ctx, []string{a.Default, "-h"})
 			}
 			a.usage(stdout)
 			return 0
 		case "version", "--version", "-version":
 			v := name
-			if a.Server != nil {
+			switch {
+			case a.Version != "":
+				v += " " + a.Version
+			case a.Server != nil:
 				v += " " + a.Server.Info().Version
 			}
 			fmt.Fprintf(stdout, "%s (mcpfleet %s, %s)\n", v, Version, runtime.Version())
@@ -131,9 +152,15 @@ func (a *App) Run(ctx context.Context, args []string) int {
 func (a *App) runRole(ctx context.Context, r role, args []string) int {
 	stdout, stderr := a.out()
 	name := a.name() + " " + string(r)
+	if string(r) == a.Default {
+		name = a.name() // "worker: …", not "worker worker: …"
+	}
 	c := &config{}
 	f := newFlags(name)
-	c.define(r, f, a.Flags)
+	if err := c.define(r, f, a.Flags); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 2
+	}
 	if err := f.parse(args); errors.Is(err, flag.ErrHelp) {
 		a.roleUsage(stdout, r, f)
 		return 0
@@ -155,7 +182,21 @@ func (a *App) runRole(ctx context.Context, r role, args []string) int {
 			return 1
 		}
 		if srv == nil {
-			fmt.Fprintf(stderr, "%s: %v\n", name, errNoServer)
+			fmt.Fprintf(stderr, "%s: this program has no MCP server: its only role is frontend\n", name)
+			return 2
+		}
+		if a.Close != nil {
+			defer func() {
+				if err := a.Close(); err != nil {
+					fmt.Fprintf(stderr, "%s: closing: %v\n", name, err)
+				}
+			}()
+		}
+		// A worker on an external NATS must share its key with the other
+		// workers: a usage error, before anything connects.
+		shared := r == roleWorker || (r == roleServe && c.NATSURL != "")
+		if shared && c.stateKey == nil && !srv.StateKeyConfigured() {
+			fmt.Fprintf(stderr, "%s: %v\n", name, ErrNoStateKey)
 			return 2
 		}
 	}
@@ -173,9 +214,15 @@ func (a *App) runRole(ctx context.Context, r role, args []string) int {
 	case roleStdio:
 		o := c.stdioOptions(log)
 		o.In, o.Out = a.Stdin, stdout
-		if err = RunStdio(ctx, srv, o); ctx.Err() != nil {
-			err = nil // a signal ends stdio as end of input does
+		err = RunStdio(ctx, srv, o)
+	}
+	if err != nil && ctx.Err() != nil {
+		// Stopped (a signal) while starting or at the end of stdio: a
+		// clean stop, whatever the start was doing.
+		if !errors.Is(err, context.Canceled) {
+			log.Warn("stopped while starting", "err", err)
 		}
+		err = nil
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
@@ -244,7 +291,11 @@ func (a *App) usage(w io.Writer) {
 
 // roleUsage describes one role and its flags.
 func (a *App) roleUsage(w io.Writer, r role, f *flags) {
-	fmt.Fprintf(w, "Usage: %s %s [flags]\n\n", a.name(), r)
+	if string(r) == a.defaultRole() {
+		fmt.Fprintf(w, "Usage: %s [%s] [flags]\n\n", a.name(), r)
+	} else {
+		fmt.Fprintf(w, "Usage: %s %s [flags]\n\n", a.name(), r)
+	}
 	for _, s := range roleSummary {
 		if s.r == r {
 			fmt.Fprintf(w, "Runs %s.\n", s.summary)
@@ -252,4 +303,7 @@ func (a *App) roleUsage(w io.Writer, r role, f *flags) {
 	}
 	fmt.Fprintf(w, "Every flag has an environment twin (--log-level is %s); flags win over it.\n", EnvName("log-level"))
 	f.usage(w)
+	if string(r) == a.Default {
+		fmt.Fprintf(w, "\nRun '%s help' for the program's other commands.\n", a.name())
+	}
 }

@@ -10,14 +10,14 @@ import (
 )
 
 // startPprof serves net/http/pprof on addr (when set); the returned func
-// stops it.
+// stops it. /debug/pprof/cmdline is left out: the command line may carry
+// a state key or a password.
 func startPprof(addr string, log *slog.Logger) func() {
 	if addr == "" {
 		return func() {}
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"sync/atomic"
@@ -42,30 +43,25 @@ type ServeOptions struct {
 // external ones. opts may be nil.
 func RunServe(ctx context.Context, srv *mcp.Server, opts *ServeOptions) error {
 	if srv == nil {
-		return errors.New("mcpfleet: RunServe needs a server")
+		return ErrNoServer
 	}
-	o := ServeOptions{}
-	if opts != nil {
-		o = *opts
-	}
-	o.Server = srv
-	return runHTTP(ctx, &o)
+	return runHTTP(ctx, srv, opts)
 }
 
 // RunFrontend runs an HTTP frontend until ctx ends, then drains: it holds
 // the client connections and streams and forwards every request over
-// NATS to the workers (opts.Server is ignored). Run any number behind a
-// load balancer with no affinity, sharing one Redis (opts.RedisURL).
+// NATS to the workers. Run any number behind a load balancer with no
+// affinity, sharing one Redis (opts.RedisURL; empty means an in-memory
+// store, which only a single frontend can use). opts may be nil.
 func RunFrontend(ctx context.Context, opts *ServeOptions) error {
+	return runHTTP(ctx, nil, opts)
+}
+
+func runHTTP(ctx context.Context, srv *mcp.Server, opts *ServeOptions) error {
 	o := ServeOptions{}
 	if opts != nil {
 		o = *opts
 	}
-	o.Server = nil
-	return runHTTP(ctx, &o)
-}
-
-func runHTTP(ctx context.Context, o *ServeOptions) error {
 	if o.Listen == "" {
 		o.Listen = DefaultListen
 	}
@@ -75,14 +71,22 @@ func runHTTP(ctx context.Context, o *ServeOptions) error {
 	if o.DrainTimeout <= 0 {
 		o.DrainTimeout = DefaultDrainTimeout
 	}
-	h, err := NewHandler(ctx, &o.HandlerOptions)
-	if err != nil {
-		return err
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
 	}
+	if srv == nil && o.RedisURL == "" && o.Store == nil && o.Frontend.Store == nil {
+		log.Warn("this frontend keeps sessions in its own memory: other frontends cannot serve them; set a Redis URL for a cluster")
+	}
+	// Listen first: a taken address fails before anything joins the bus.
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
-		_ = h.Shutdown(context.Background())
 		return fmt.Errorf("listening on %s: %w", o.Listen, err)
+	}
+	h, err := NewHandler(ctx, srv, &o.HandlerOptions)
+	if err != nil {
+		_ = ln.Close()
+		return err
 	}
 	var conns openConns
 	hs := &http.Server{Handler: h.Router(o.Path), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
@@ -93,21 +97,22 @@ func runHTTP(ctx context.Context, o *ServeOptions) error {
 	if o.Ready != nil {
 		o.Ready(ln.Addr().String())
 	}
+	var serveErr error
 	select {
-	case err := <-errc:
-		_ = h.Shutdown(context.Background())
-		return err
+	case serveErr = <-errc:
 	case <-ctx.Done():
 	}
 	h.log.Info("draining frontend")
 	dctx, cancel := context.WithTimeout(context.Background(), o.DrainTimeout)
 	defer cancel()
-	// For a moment, go on serving but close each connection after its
-	// answer (and report not ready): closing a kept-alive connection, or
-	// the listener, while a proxy sends a request on it would lose that
-	// request (nginx does not retry a POST). Then stop accepting.
-	h.Leave()
-	conns.waitNone(dctx, drainGrace(o.DrainTimeout))
+	if serveErr == nil {
+		// For a moment, go on serving but close each connection after its
+		// answer (and report not ready): closing a kept-alive connection,
+		// or the listener, while a proxy sends a request on it would lose
+		// that request (nginx does not retry a POST). Then stop accepting.
+		h.Leave()
+		conns.waitNone(dctx, drainGrace(o.DrainTimeout))
+	}
 	// Stop accepting at once (a proxy sends new requests to the other
 	// frontends; idle keep-alive connections close) while the requests in
 	// flight finish and listen streams get their final result.
@@ -115,10 +120,16 @@ func runHTTP(ctx context.Context, o *ServeOptions) error {
 	go func() { herrc <- hs.Shutdown(dctx) }()
 	ferr := h.Shutdown(dctx)
 	herr := <-herrc
+	if herr != nil {
+		_ = hs.Close() // the drain's time is up: no handler outlives RunServe
+	}
 	if errors.Is(herr, http.ErrServerClosed) || errors.Is(herr, net.ErrClosed) {
 		herr = nil
 	}
-	return errors.Join(ferr, herr)
+	if errors.Is(serveErr, http.ErrServerClosed) {
+		serveErr = nil
+	}
+	return errors.Join(serveErr, ferr, herr)
 }
 
 // drainGrace is how long a draining frontend keeps answering on its open

@@ -32,7 +32,7 @@ type StdioOptions struct {
 // opts may be nil.
 func RunStdio(ctx context.Context, srv *mcp.Server, opts *StdioOptions) error {
 	if srv == nil {
-		return errNoServer
+		return ErrNoServer
 	}
 	o := StdioOptions{}
 	if opts != nil {

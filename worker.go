@@ -58,7 +58,7 @@ type WorkerOptions struct {
 // requests, within DrainTimeout. opts may be nil.
 func RunWorker(ctx context.Context, srv *mcp.Server, opts *WorkerOptions) error {
 	if srv == nil {
-		return errNoServer
+		return ErrNoServer
 	}
 	o := WorkerOptions{}
 	if opts != nil {
@@ -101,9 +101,8 @@ func RunWorker(ctx context.Context, srv *mcp.Server, opts *WorkerOptions) error 
 	if err != nil {
 		return err
 	}
-	if err := w.Start(ctx); err != nil {
-		return err
-	}
+	// The admin listener first: a taken address fails before the worker
+	// joins the queue groups.
 	stopAdmin, err := serveAdmin(o.AdminListen, func() error {
 		if !nc.IsConnected() {
 			return errors.New("NATS is not connected")
@@ -111,10 +110,12 @@ func RunWorker(ctx context.Context, srv *mcp.Server, opts *WorkerOptions) error 
 		return nil
 	}, reg, log)
 	if err != nil {
-		_ = w.Shutdown(context.Background())
 		return err
 	}
 	defer stopAdmin()
+	if err := w.Start(ctx); err != nil {
+		return err
+	}
 	if o.Ready != nil {
 		o.Ready()
 	}
@@ -124,7 +125,8 @@ func RunWorker(ctx context.Context, srv *mcp.Server, opts *WorkerOptions) error 
 	defer cancel()
 	err = w.Shutdown(dctx)
 	if o.NATS == nil {
-		_ = nc.Drain()
+		// What the last handlers published leaves before the close.
+		_ = nc.FlushTimeout(time.Second)
 	}
 	return err
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
@@ -35,7 +36,7 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...Ca
 	}
 	call := func(hdr http.Header) (*protocol.CallToolResult, error) {
 		var res protocol.CallToolResult
-		if err := c.Call(ctx, protocol.MethodToolsCall, p, &res, append(opts, WithHeader(hdr))...); err != nil {
+		if err := c.Call(ctx, protocol.MethodToolsCall, p, &res, slices.Concat(opts, []CallOption{WithHeader(hdr)})...); err != nil {
 			return nil, err
 		}
 		return &res, nil

@@ -29,9 +29,10 @@ const shutdownTimeout = 30 * time.Second
 // is the all-in-one with its defaults.
 type ServerOptions struct {
 	// Handler configures the endpoint (frontend limits and timeouts,
-	// auth, worker options, …; see mcpfleet.HandlerOptions). Its Server
-	// is set to the server under test. A nil Logger logs warnings and
-	// errors: to tb.Log with NewServer, to stderr with StartServer.
+	// auth, worker options, …; see mcpfleet.HandlerOptions). A nil Logger
+	// logs the endpoint's warnings and errors: to tb.Log with NewServer,
+	// to stderr with StartServer (the mcp.Server's own messages go to its
+	// ServerOptions.Logger, by default slog.Default()).
 	Handler mcpfleet.HandlerOptions
 }
 
@@ -93,11 +94,10 @@ func StartServer(ctx context.Context, srv *mcp.Server, opts *ServerOptions) (*Se
 		o = *opts
 	}
 	ho := o.Handler
-	ho.Server = srv
 	if ho.Logger == nil {
 		ho.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	h, err := mcpfleet.NewHandler(ctx, &ho)
+	h, err := mcpfleet.NewHandler(ctx, srv, &ho)
 	if err != nil {
 		return nil, fmt.Errorf("starting the handler: %w", err)
 	}

@@ -23,6 +23,7 @@ func main() {
 	var fix fixture.Flag
 	app := &mcpfleet.App{
 		Name:      "mcpfleet",
+		Version:   mcpfleet.Version,
 		Flags:     fix.Register,
 		NewServer: func() (*mcp.Server, error) { return fixture.NewExampleServer(fix.Name, mcpfleet.Version, nil) },
 		Commands: []mcpfleet.Command{{

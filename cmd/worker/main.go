@@ -16,6 +16,7 @@ func main() {
 	app := &mcpfleet.App{
 		Name:      "worker",
 		Default:   "worker",
+		Version:   mcpfleet.Version,
 		Flags:     fix.Register,
 		NewServer: func() (*mcp.Server, error) { return fixture.NewExampleServer(fix.Name, mcpfleet.Version, nil) },
 	}

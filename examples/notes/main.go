@@ -23,7 +23,10 @@ import (
 )
 
 func main() {
-	var redisURL string
+	var (
+		redisURL string
+		redis    *RedisStore
+	)
 	app := &mcpfleet.App{
 		Name: "notes",
 		Flags: func(fs *flag.FlagSet) {
@@ -38,11 +41,18 @@ func main() {
 				if err != nil {
 					return nil, err
 				}
-				store = rs
+				store, redis = rs, rs
 			} else {
 				slog.Info("notes live in this process's memory; set --notes-redis-url when running several workers")
 			}
 			return newServer(store, slog.Default())
+		},
+		// After the drain: the last requests' writes are done.
+		Close: func() error {
+			if redis == nil {
+				return nil
+			}
+			return redis.Close()
 		},
 	}
 	app.Main()

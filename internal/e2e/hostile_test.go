@@ -9,7 +9,7 @@ package e2e
 // Every test logs a table "input -> what the server returned".
 //
 // The limits the tests lean on:
-//   - ReadHeaderTimeout 10 s (internal/app serveFrontend's http.Server)
+//   - ReadHeaderTimeout 10 s (the root package's runHTTP http.Server)
 //     and --body-timeout 10 s (408) for a request's body;
 //   - frontend.Options.WriteTimeout 10 s: each write to a GET or POST SSE
 //     stream has that deadline, a listen stream's pending bytes wait at
@@ -44,7 +44,7 @@ import (
 )
 
 const (
-	hostileReadHeaderTimeout = 10 * time.Second // internal/app: http.Server.ReadHeaderTimeout
+	hostileReadHeaderTimeout = 10 * time.Second // serve.go runHTTP: http.Server.ReadHeaderTimeout
 	hostileWriteTimeout      = 10 * time.Second // frontend.Options.WriteTimeout default
 	hostileMaxBody           = 4 << 20          // --max-body-bytes default
 	hostileMaxString         = 2 << 20          // --max-string-bytes default

@@ -39,14 +39,18 @@ func Connect(url string, opts *ConnectOptions) (*nats.Conn, error) {
 	}
 	nc, err := nats.Connect(url, connOptions(opts.Name, log, timeout)...)
 	if err != nil {
+		if ue := (*neturl.Error)(nil); errors.As(err, &ue) {
+			err = ue.Err // a *url.Error quotes the whole URL, credentials included
+		}
 		return nil, fmt.Errorf("bus: connecting to NATS at %s: %w", RedactURLs(url), err)
 	}
 	return nc, nil
 }
 
-// RedactURLs returns a comma-separated list of URLs with every password
-// replaced by "xxxxx", for logs and errors. An entry that does not parse
-// is replaced whole.
+// RedactURLs returns a comma-separated list of URLs with their user
+// information (a user and password, or a token: nats://TOKEN@host)
+// replaced by "redacted", for logs and errors. An entry that does not
+// parse is replaced whole.
 func RedactURLs(urls string) string {
 	parts := strings.Split(urls, ",")
 	for i, p := range parts {
@@ -55,7 +59,10 @@ func RedactURLs(urls string) string {
 			parts[i] = "(invalid URL)"
 			continue
 		}
-		parts[i] = u.Redacted()
+		if u.User != nil {
+			u.User = neturl.User("redacted")
+		}
+		parts[i] = u.String()
 	}
 	return strings.Join(parts, ",")
 }

@@ -326,12 +326,15 @@ func TestStartEmbeddedBadListen(t *testing.T) {
 }
 
 func TestRedactURLs(t *testing.T) {
-	got := bus.RedactURLs("nats://alice:s3cret@n1:4222, nats://n2:4222,nats://bob:pw@n3")
-	if strings.Contains(got, "s3cret") || strings.Contains(got, ":pw@") || !strings.Contains(got, "alice:xxxxx@n1:4222") || !strings.Contains(got, "nats://n2:4222") {
+	got := bus.RedactURLs("nats://alice:s3cret@n1:4222, nats://n2:4222,nats://bob:pw@n3,nats://t0ken@n4")
+	if strings.Contains(got, "s3cret") || strings.Contains(got, ":pw@") || strings.Contains(got, "t0ken") ||
+		!strings.Contains(got, "redacted@n1:4222") || !strings.Contains(got, "nats://n2:4222") {
 		t.Errorf("RedactURLs = %q", got)
 	}
-	_, err := bus.Connect("nats://alice:s3cret@127.0.0.1:1", &bus.ConnectOptions{ConnectTimeout: time.Second})
-	if err == nil || strings.Contains(err.Error(), "s3cret") {
-		t.Errorf("Connect error %v: want one without the password", err)
+	for _, url := range []string{"nats://alice:s3cret@127.0.0.1:1", "nats://s3cret@127.0.0.1:1", "nats://alice:s3cr%zzet@127.0.0.1:1"} {
+		_, err := bus.Connect(url, &bus.ConnectOptions{ConnectTimeout: time.Second})
+		if err == nil || strings.Contains(err.Error(), "s3cr") {
+			t.Errorf("Connect(%q): %v: want an error without the credentials", url, err)
+		}
 	}
 }

@@ -60,9 +60,11 @@ type ToolMiddleware func(next ToolHandler) ToolHandler
 
 // AddMiddleware adds request middleware (see [Middleware]). The first
 // added is the outermost: after AddMiddleware(a, b) and AddMiddleware(c),
-// a request runs a(b(c(handler))). Nil entries are ignored. It may be
-// called at any time, also while requests are served: requests that start
-// afterwards go through the new chain.
+// a request runs a(b(c(handler))), as with mcp-go's server options
+// (go-sdk's AddReceivingMiddleware makes a later call the outermost
+// instead). Nil entries are ignored. It may be called at any time, also
+// while requests are served: requests that start afterwards go through
+// the new chain.
 func (s *Server) AddMiddleware(mw ...Middleware) {
 	_ = s.update(func(r *registry) (string, error) {
 		r.middleware = appendNonNil(r.middleware, mw)

@@ -106,8 +106,10 @@ type Request struct {
 }
 
 // NewRequest returns the request a transport hands to [Server.Handle] (or
-// [Server.HandleNotification]); init is copied, so the caller may reuse
-// it. init nil is the same as an empty RequestInit.
+// [Server.HandleNotification]). The fields of init are copied, so the
+// caller may reuse the struct; what they point to (ParamHeaders, the
+// capabilities, ClientInfo) is shared and must not change while the
+// request is handled. init nil is the same as an empty RequestInit.
 func NewRequest(init *RequestInit) *Request {
 	r := &Request{}
 	if init != nil {

@@ -25,7 +25,7 @@ func Main(projects Projects) {
 // this process (an embedded NATS server, an in-process worker, an
 // in-memory session store). Stop it with h.Shutdown.
 func Mount(ctx context.Context, mux *http.ServeMux, srv *mcp.Server) (*mcpfleet.Handler, error) {
-	h, err := mcpfleet.NewHandler(ctx, &mcpfleet.HandlerOptions{Server: srv})
+	h, err := mcpfleet.NewHandler(ctx, srv, nil)
 	if err != nil {
 		return nil, err
 	}
