@@ -87,7 +87,7 @@ type RequestInit struct {
 // requests, MRTR inputs). A transport builds one per message with
 // [NewRequest] and passes it to [Server.Handle].
 type Request struct {
-	in   RequestInit
+	in       RequestInit
 	params   json.RawMessage // set by Handle: where Name finds the target
 	nameOnce sync.Once
 	name     string // the target (see Name), set once
