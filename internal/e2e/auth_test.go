@@ -179,6 +179,20 @@ func TestAuthentication(t *testing.T) {
 		}
 		s.Close()
 	}
+	// Listen streams are keyed by principal: a second open stream of alice
+	// with the same subscription id is 409; bob may use the id.
+	msg, hdr := testenv.ModernRequest("dup", "subscriptions/listen", map[string]any{"notifications": map[string]any{"toolsListChanged": true}}, nil)
+	first := am.PostStream(msg, hdr)
+	if _, ack := first.NextMessage(t, 10*time.Second); first.Status != 200 || ack.Method != "notifications/subscriptions/acknowledged" {
+		t.Fatalf("alice's listen dup: HTTP %d %s", first.Status, ack.Method)
+	}
+	wantError(t, am.Post(msg, hdr), http.StatusConflict, protocol.CodeInvalidRequest)
+	if s := bm.PostStream(msg, hdr); s.Status != 200 {
+		t.Fatalf("bob's listen dup while alice's is open: HTTP %d %s", s.Status, s.Body)
+	} else {
+		s.Close()
+	}
+	first.Close()
 	modern(t, am, 4, "tasks/cancel", map[string]any{"taskId": task.TaskID}, tasksCaps, nil)
 	caps := map[string]any{"elicitation": map[string]any{}}
 	r := modern(t, am, 5, "tools/call", map[string]any{"name": "test_input_required_result_elicitation"}, caps, nil)

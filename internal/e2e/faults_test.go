@@ -100,6 +100,41 @@ func TestWorkerKilled(t *testing.T) {
 	}
 }
 
+// TestNoWorker: once the last worker has left, requests of both eras are
+// answered at once with 503 and a JSON-RPC error (NATS "no responders"),
+// never left to hang.
+func TestNoWorker(t *testing.T) {
+	c := testenv.StartCluster(t, testenv.ClusterOptions{Frontends: 1})
+	cl := testenv.NewClient(t, c.URLs[0])
+	cl.Initialize(nil)
+	c.Workers[0].Stop(10 * time.Second)
+	mc := testenv.NewModernClient(t, c.URLs[0])
+	fresh := testenv.NewClient(t, c.URLs[0])
+	for _, tc := range []struct {
+		name string
+		call func() *testenv.Reply
+	}{
+		{"legacy tools/call", func() *testenv.Reply {
+			return cl.Post(testenv.Request(2, "tools/call", callParams("echo", map[string]any{"text": "x"})), nil)
+		}},
+		{"modern tools/call", func() *testenv.Reply {
+			return modern(t, mc, 3, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "x"}}, nil, nil)
+		}},
+		{"initialize", func() *testenv.Reply {
+			return fresh.Post(testenv.Request(4, "initialize", testenv.InitParams("2025-11-25", nil)), nil)
+		}},
+	} {
+		start := time.Now()
+		r := tc.call()
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("%s without a worker took %s", tc.name, d)
+		}
+		if r.Status != http.StatusServiceUnavailable || r.ErrorCode() != -32603 {
+			t.Fatalf("%s without a worker: got %s, want 503 with a JSON-RPC error", tc.name, r)
+		}
+	}
+}
+
 // tryOtherWorker starts sleeps until one runs on a worker other than
 // victim, and returns its stream. The queue group picks a worker at
 // random: 16 misses in a row (1 in 65536) fail the test.
