@@ -139,6 +139,15 @@ func newServer(store Store, log *slog.Logger) (*mcp.Server, error) {
 	return srv, errors.Join(errs...)
 }
 
+// lookup gets a note; a missing one is a tool error the model can act on.
+func lookup(ctx context.Context, store Store, id string) (*Note, *protocol.CallToolResult, error) {
+	n, err := store.Get(ctx, id)
+	if errors.Is(err, errNotFound) {
+		return nil, mcp.ToolError("no note " + id), nil
+	}
+	return n, nil, err
+}
+
 // confirmSchema is the form the user fills to confirm a deletion.
 var confirmSchema = json.RawMessage(`{"type":"object","properties":{"confirm":{"type":"boolean","title":"Delete the note?"}},"required":["confirm"]}`)
 
@@ -148,15 +157,14 @@ var confirmSchema = json.RawMessage(`{"type":"object","properties":{"confirm":{"
 // answer, on any worker.
 func deleteNote(store Store) mcp.TypedToolHandler[IDIn, any] {
 	return func(ctx context.Context, req *mcp.Request, in IDIn) (*protocol.CallToolResult, any, error) {
-		n, err := store.Get(ctx, in.ID)
-		if errors.Is(err, errNotFound) {
-			return mcp.ToolError("no note " + in.ID), nil, nil
-		}
-		if err != nil {
-			return nil, nil, err
+		n, missing, err := lookup(ctx, store, in.ID)
+		if missing != nil || err != nil {
+			return missing, nil, err
 		}
 		res, err := req.Elicit(ctx, &protocol.ElicitParams{Message: fmt.Sprintf("Delete the note %q?", n.Title), RequestedSchema: confirmSchema})
-		if errors.Is(err, mcp.ErrCapability) {
+		if errors.Is(err, mcp.ErrCapability) && req.Era() == protocol.EraLegacy {
+			// (A 2026-07-28 client gets the error itself: -32021 naming
+			// the capability it must declare.)
 			return mcp.ToolError("deleting needs the user's confirmation, and this client cannot ask (no elicitation capability)"), nil, nil
 		}
 		if err != nil {
@@ -175,12 +183,9 @@ func deleteNote(store Store) mcp.TypedToolHandler[IDIn, any] {
 // summarize asks the client's model for a summary (sampling).
 func summarize(store Store) mcp.TypedToolHandler[IDIn, any] {
 	return func(ctx context.Context, req *mcp.Request, in IDIn) (*protocol.CallToolResult, any, error) {
-		n, err := store.Get(ctx, in.ID)
-		if errors.Is(err, errNotFound) {
-			return mcp.ToolError("no note " + in.ID), nil, nil
-		}
-		if err != nil {
-			return nil, nil, err
+		n, missing, err := lookup(ctx, store, in.ID)
+		if missing != nil || err != nil {
+			return missing, nil, err
 		}
 		res, err := req.Sample(ctx, &protocol.CreateMessageParams{
 			MaxTokens: 200,
