@@ -1825,7 +1825,9 @@ func TestHostileGarbage(t *testing.T) {
 			return nil
 		}},
 		{name: "method", input: "PUT", req: hostileReq("PUT", "/mcp", base, echo(47, "x")), want: hostileExpect(405, -32600)},
-		{name: "method", input: "OPTIONS", req: hostileReq("OPTIONS", "/mcp", []string{"Host: " + h}, nil), want: hostileExpect(405, -32600)},
+		{name: "method", input: "OPTIONS (no Origin: not a CORS preflight)", req: hostileReq("OPTIONS", "/mcp", []string{"Host: " + h}, nil), want: hostileExpectHTTP(204)},
+		{name: "method", input: "OPTIONS preflight from an origin outside the list", req: hostileReq("OPTIONS", "/mcp", []string{"Host: " + h, "Origin: https://evil.example", "Access-Control-Request-Method: POST"}, nil), want: hostileExpect(403, -32600)},
+		{name: "method", input: "OPTIONS preflight asking for an unknown header", req: hostileReq("OPTIONS", "/mcp", []string{"Host: " + h, "Origin: http://127.0.0.1", "Access-Control-Request-Method: POST", "Access-Control-Request-Headers: content-type, x-evil"}, nil), want: hostileExpect(403, -32600)},
 		{name: "method", input: "FOO (unknown method)", req: hostileReq("FOO", "/mcp", []string{"Host: " + h}, nil)},
 		{name: "method", input: "HTTP/1.0 POST without Host", req: []byte("POST /mcp HTTP/1.0\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nMcp-Session-Id: " + sess + fmt.Sprintf("\r\nContent-Length: %d\r\n\r\n", len(echo(48, "x"))) + string(echo(48, "x"))), want: hostileExpect(403, -32600)},
 	}

@@ -29,8 +29,7 @@ func (f *Frontend) serveGet(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusMethodNotAllowed, protocol.CodeInvalidRequest, "Method Not Allowed: GET needs an Mcp-Session-Id (2026-07-28 clients use subscriptions/listen)")
 		return
 	}
-	if v := r.Header.Get(hdrProtocolVersion); v != "" && !protocol.IsLegacyVersion(v) {
-		httpError(w, http.StatusBadRequest, protocol.CodeInvalidRequest, "Bad Request: unsupported MCP-Protocol-Version")
+	if !f.sessionVersionOK(w, r, protocol.ID{}) {
 		return
 	}
 	sess, ok := f.loadSession(w, r, protocol.ID{})

@@ -25,6 +25,11 @@ const (
 const codeSessionNotFound = -32001
 
 func (f *Frontend) serveMCP(w http.ResponseWriter, r *http.Request) {
+	origin := r.Header.Get("Origin")
+	originOK := f.hostCheck.originOK(origin)
+	if origin != "" && originOK {
+		setCORS(w.Header(), origin) // on every answer, errors included
+	}
 	f.mu.Lock()
 	if f.closing {
 		f.mu.Unlock()
@@ -55,8 +60,12 @@ func (f *Frontend) serveMCP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusForbidden, protocol.CodeInvalidRequest, "Forbidden: Host header not allowed")
 		return
 	}
-	if !f.hostCheck.originOK(r.Header.Get("Origin")) {
-		httpError(w, http.StatusForbidden, protocol.CodeInvalidRequest, "Forbidden: Origin not allowed")
+	if !originOK {
+		httpError(w, http.StatusForbidden, protocol.CodeInvalidRequest, "Forbidden: Origin not allowed (see --allowed-origins)")
+		return
+	}
+	if r.Method == http.MethodOptions {
+		f.preflight(w, r) // before authentication: browsers send no token on a preflight
 		return
 	}
 	r, ok := f.authenticate(w, r)
@@ -71,7 +80,7 @@ func (f *Frontend) serveMCP(w http.ResponseWriter, r *http.Request) {
 	case http.MethodDelete:
 		f.serveDelete(w, r)
 	default:
-		w.Header().Set("Allow", "GET, POST, DELETE")
+		w.Header().Set("Allow", corsMethods)
 		httpError(w, http.StatusMethodNotAllowed, protocol.CodeInvalidRequest, "Method Not Allowed")
 	}
 }
@@ -145,16 +154,18 @@ func (f *Frontend) servePost(w http.ResponseWriter, r *http.Request) {
 	f.postModern(w, r, msg, &head, body)
 }
 
-// eraOf chooses the era of a POST: legacy when it carries a session id;
-// modern when it carries modern _meta (so an initialize sent the modern
-// way is a removed method, 404); otherwise legacy when it is initialize or
-// its MCP-Protocol-Version header is legacy or absent; modern otherwise.
+// eraOf chooses the era of a POST: modern when it carries modern _meta,
+// whatever else it carries (a gateway may add an Mcp-Session-Id to every
+// request; 2026-07-28 servers ignore it, and an initialize sent the modern
+// way is a removed method, 404); legacy when it carries a session id;
+// otherwise legacy when it is initialize or its MCP-Protocol-Version
+// header is legacy or absent; modern otherwise.
 func (f *Frontend) eraOf(r *http.Request, msg *protocol.Message, head *protocol.ParamsHead) protocol.Era {
-	if r.Header.Get(hdrSessionID) != "" {
-		return protocol.EraLegacy
-	}
 	if protocol.IsModernMeta(head.Meta) {
 		return protocol.EraModern
+	}
+	if r.Header.Get(hdrSessionID) != "" {
+		return protocol.EraLegacy
 	}
 	v := r.Header.Get(hdrProtocolVersion)
 	if msg.Method == protocol.MethodInitialize || v == "" || protocol.IsLegacyVersion(v) {

@@ -19,9 +19,7 @@ import (
 const storeTimeout = 5 * time.Second
 
 func (f *Frontend) postLegacy(w http.ResponseWriter, r *http.Request, msg *protocol.Message, head *protocol.ParamsHead, body []byte) {
-	if v := r.Header.Get(hdrProtocolVersion); v != "" && !protocol.IsLegacyVersion(v) {
-		writeError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidRequest,
-			"Bad Request: unsupported MCP-Protocol-Version %q (supported: %v)", v, protocol.SupportedVersions()))
+	if !f.sessionVersionOK(w, r, msg.ID) {
 		return
 	}
 	if msg.Kind() == protocol.KindRequest && msg.Method == protocol.MethodInitialize {
@@ -47,6 +45,38 @@ func (f *Frontend) postLegacy(w http.ResponseWriter, r *http.Request, msg *proto
 	case protocol.KindRequest:
 		f.legacyRequest(w, r, sess, msg, head, body, cl)
 	}
+}
+
+// sessionVersionOK checks the MCP-Protocol-Version header of a session's
+// request (or of initialize): absent or a session version. Otherwise it
+// writes 400 saying what is wrong: a 2026-07-28 version is supported, but
+// not by a session (which then names the version it negotiated).
+func (f *Frontend) sessionVersionOK(w http.ResponseWriter, r *http.Request, id protocol.ID) bool {
+	v := r.Header.Get(hdrProtocolVersion)
+	if v == "" || protocol.IsLegacyVersion(v) {
+		return true
+	}
+	var e *protocol.Error
+	sid := r.Header.Get(hdrSessionID)
+	switch {
+	case !protocol.IsModernVersion(v):
+		e = protocol.NewError(protocol.CodeInvalidRequest, "Bad Request: unsupported MCP-Protocol-Version %q (a session speaks one of %v; 2026-07-28 requests carry no session)",
+			v, protocol.LegacyVersions())
+	case sid == "":
+		e = protocol.NewError(protocol.CodeInvalidRequest, "Bad Request: initialize starts a session of the 2025-11-25 era or older, but MCP-Protocol-Version is %q: "+
+			"send one of %v, or none; a 2026-07-28 client sends no initialize (server/discover, and params._meta on every request)", v, protocol.LegacyVersions())
+	default:
+		negotiated := "its version"
+		ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
+		if s, err := f.opts.Store.Get(ctx, sid); err == nil && s.Principal == principalOf(r) {
+			negotiated = s.ProtocolVersion
+		}
+		cancel()
+		e = protocol.NewError(protocol.CodeInvalidRequest, "Bad Request: this session negotiated %s, so its requests carry MCP-Protocol-Version %s, not %q: "+
+			"2026-07-28 requests carry no Mcp-Session-Id and name their version in params._meta", negotiated, negotiated, v)
+	}
+	writeError(w, http.StatusBadRequest, id, e)
+	return false
 }
 
 // claim is a request id claimed in the store for the life of a request.

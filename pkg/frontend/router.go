@@ -33,8 +33,9 @@ func (f *Frontend) Router(path string, metrics http.Handler) *gin.Engine {
 		g.GET("/metrics", gin.WrapH(metrics))
 	}
 	if f.opts.Auth != nil {
-		g.GET(auth.MetadataPath, gin.WrapF(f.opts.Auth.Metadata))
-		g.GET(auth.MetadataPath+path, gin.WrapF(f.opts.Auth.Metadata))
+		meta := gin.WrapF(f.withCORS(f.opts.Auth.Metadata))
+		g.GET(auth.MetadataPath, meta)
+		g.GET(auth.MetadataPath+path, meta)
 	}
 	return g
 }

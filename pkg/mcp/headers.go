@@ -38,7 +38,7 @@ func headerArgs(schema json.RawMessage) ([]headerArg, error) {
 			continue
 		}
 		h := *p.Header
-		if h == "" || strings.ContainsFunc(h, func(r rune) bool { return r <= ' ' || r >= 0x7f || strings.ContainsRune("()<>@,;:\\\"/[]?={}", r) }) {
+		if !protocol.IsToken(h) {
 			return nil, fmt.Errorf("x-mcp-header %q of %q is not an HTTP token", h, name)
 		}
 		typ, _ := p.Type.(string)

@@ -36,3 +36,17 @@ func DecodeHeaderValue(v string) (string, error) {
 	}
 	return v, nil
 }
+
+// IsToken reports whether s is an HTTP token (RFC 9110 section 5.6.2):
+// what a header name, such as the {Name} of Mcp-Param-{Name}, must be.
+func IsToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c >= 0x7f || strings.IndexByte("()<>@,;:\\\"/[]?={}", c) >= 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -71,7 +71,12 @@ func CheckModernMeta(meta *RequestMeta, versionCheck func(version string) *Error
 			return e
 		}
 	}
-	if !IsModernVersion(version) {
+	switch {
+	case IsLegacyVersion(version):
+		// Supported, but by sessions only: say so rather than "unsupported".
+		return NewError(CodeUnsupportedProtocolVersion, "protocol version %q is spoken in sessions (initialize, then Mcp-Session-Id), not in params._meta, which takes %v",
+			version, ModernVersions()).WithData(&UnsupportedVersionData{Supported: SupportedVersions(), Requested: version})
+	case !IsModernVersion(version):
 		return NewError(CodeUnsupportedProtocolVersion, "unsupported protocol version %q", version).
 			WithData(&UnsupportedVersionData{Supported: SupportedVersions(), Requested: version})
 	}

@@ -34,6 +34,10 @@ var modernVersions = []string{Version20260728}
 // first (a new slice).
 func ModernVersions() []string { return slices.Clone(modernVersions) }
 
+// LegacyVersions returns the versions a session (initialize) may
+// negotiate, newest first (a copy).
+func LegacyVersions() []string { return slices.Clone(legacyVersions) }
+
 // IsSupported reports whether v is a version this server speaks.
 func IsSupported(v string) bool { return slices.Contains(supportedVersions, v) }
 
