@@ -66,14 +66,16 @@ func (f *Frontend) sessionVersionOK(w http.ResponseWriter, r *http.Request, id p
 		e = protocol.NewError(protocol.CodeInvalidRequest, "Bad Request: initialize starts a session of the 2025-11-25 era or older, but MCP-Protocol-Version is %q: "+
 			"send one of %v, or none; a 2026-07-28 client sends no initialize (server/discover, and params._meta on every request)", v, protocol.LegacyVersions())
 	default:
-		negotiated := "its version"
+		const modern = "2026-07-28 requests carry no Mcp-Session-Id and name their version in params._meta"
 		ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
-		if s, err := f.opts.Store.Get(ctx, sid); err == nil && s.Principal == principalOf(r) {
-			negotiated = s.ProtocolVersion
-		}
+		s, err := f.opts.Store.Get(ctx, sid)
 		cancel()
-		e = protocol.NewError(protocol.CodeInvalidRequest, "Bad Request: this session negotiated %s, so its requests carry MCP-Protocol-Version %s, not %q: "+
-			"2026-07-28 requests carry no Mcp-Session-Id and name their version in params._meta", negotiated, negotiated, v)
+		if err == nil && s.Principal == principalOf(r) {
+			e = protocol.NewError(protocol.CodeInvalidRequest, "Bad Request: this session negotiated %s, so its requests carry MCP-Protocol-Version %s, not %q: "+modern,
+				s.ProtocolVersion, s.ProtocolVersion, v)
+		} else {
+			e = protocol.NewError(protocol.CodeInvalidRequest, "Bad Request: a session's requests carry the MCP-Protocol-Version it negotiated in initialize, not %q: "+modern, v)
+		}
 	}
 	writeError(w, http.StatusBadRequest, id, e)
 	return false
