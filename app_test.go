@@ -6,7 +6,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
+	"net/http"
 	"regexp"
 	"strings"
 	"sync"
@@ -17,6 +19,7 @@ import (
 	"github.com/mcpfleet/mcpfleet"
 	"github.com/mcpfleet/mcpfleet/internal/testenv"
 	"github.com/mcpfleet/mcpfleet/internal/testutil"
+	"github.com/mcpfleet/mcpfleet/pkg/bus"
 	"github.com/mcpfleet/mcpfleet/pkg/mcp"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 )
@@ -201,7 +204,7 @@ func TestAppWorkerBehindFrontends(t *testing.T) {
 	w.waitLog(t, regexp.MustCompile(`msg="worker serving"`))
 	var urls []string
 	for i := 0; i < 2; i++ {
-		f := start(t, &mcpfleet.App{}, "--nats-url", natsURL, "--redis-url", redisURL, "--listen", "127.0.0.1:0", "--log-format", "text")
+		f := start(t, &mcpfleet.App{}, "--nats-url", natsURL, "--redis-url", redisURL, "--listen", "127.0.0.1:0", "--log-format", "text", "--drain-delay", "0")
 		urls = append(urls, f.waitLog(t, servingRE))
 	}
 	greetLegacy(t, urls...)
@@ -233,7 +236,7 @@ func TestAppWorkerNeedsStateKey(t *testing.T) {
 	}
 	// A key set in code is enough.
 	srv := mcp.NewServer(protocol.Implementation{Name: "keyed", Version: "1"}, &mcp.ServerOptions{StateKey: mcp.RandomStateKey()})
-	err := mcpfleet.RunWorker(context.Background(), srv, &mcpfleet.WorkerOptions{NATSURL: "nats://127.0.0.1:1"})
+	err := mcpfleet.RunWorker(context.Background(), srv, &mcpfleet.WorkerOptions{NATSURL: "nats://127.0.0.1:1", ConnectTimeout: -1})
 	if err == nil || strings.Contains(err.Error(), mcpfleet.StateKeyEnv) {
 		t.Errorf("RunWorker with ServerOptions.StateKey: %v; want a NATS error, not a state key one", err)
 	}
@@ -386,4 +389,90 @@ func ExampleMain() {
 		panic(err)
 	}
 	mcpfleet.Main(srv)
+}
+
+// get returns the status and body of a GET.
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// probe runs the probe command against addr.
+func probeCode(addr, check string) int {
+	p := &mcpfleet.App{Name: "probe-test", Stdout: io.Discard, Stderr: io.Discard}
+	return p.Run(context.Background(), []string{"probe", check, "--admin-listen", addr})
+}
+
+// The admin listener: health and metrics there and not beside the MCP
+// endpoint; the probe command follows readiness through the drain delay,
+// during which the endpoint still answers.
+func TestAppAdminListenerAndDrainDelay(t *testing.T) {
+	admin := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	r := start(t, &mcpfleet.App{Server: greeter(t)}, "serve", "--listen", "127.0.0.1:0", "--admin-listen", admin, "--drain-delay", "1s")
+	url := r.waitLog(t, servingRE)
+	base := strings.TrimSuffix(url, "/mcp")
+	for path, want := range map[string]string{"/healthz": "ok", "/readyz": "ready", "/metrics": "go_goroutines"} {
+		if code, body := get(t, "http://"+admin+path); code != 200 || !strings.Contains(body, want) {
+			t.Errorf("admin %s: %d %.100q", path, code, body)
+		}
+		if code, _ := get(t, base+path); code != http.StatusNotFound {
+			t.Errorf("%s beside the MCP endpoint: HTTP %d, want 404 (the admin listener serves it)", path, code)
+		}
+	}
+	if code := probeCode(admin, "ready"); code != 0 {
+		t.Fatalf("probe ready while serving: exit %d", code)
+	}
+	if code := probeCode(strings.Replace(admin, "127.0.0.1", "0.0.0.0", 1), "live"); code != 0 {
+		t.Fatalf("probe live on the wildcard address: exit %d", code)
+	}
+	r.cancel() // SIGTERM: the lame-duck second begins
+	deadline := time.Now().Add(10 * time.Second)
+	for probeCode(admin, "ready") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("readiness never failed after SIGTERM")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case <-r.done:
+		t.Fatal("the server stopped before its drain delay")
+	default:
+	}
+	greetLegacy(t, url) // still served in the lame-duck period
+	if code := probeCode(admin, "live"); code != 0 {
+		t.Errorf("probe live while draining: exit %d", code)
+	}
+	if code := r.stop(t); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, r.stderr.String())
+	}
+	if code := probeCode(admin, "live"); code != 1 {
+		t.Errorf("probe live after the exit: %d, want 1", code)
+	}
+	if code := probeCode("", "ready"); code != 2 {
+		t.Errorf("probe without an address: %d, want 2", code)
+	}
+}
+
+// A worker started before its NATS waits for it (logged backoff) instead
+// of exiting, and serves once NATS is up.
+func TestAppWaitsForNATS(t *testing.T) {
+	port := testenv.FreePort(t)
+	t.Setenv(mcpfleet.StateKeyEnv, base64.StdEncoding.EncodeToString(mcp.RandomStateKey()))
+	w := start(t, &mcpfleet.App{Server: greeter(t)}, "worker", "--nats-url", fmt.Sprintf("nats://127.0.0.1:%d", port), "--log-format", "text", "--connect-timeout", "1m")
+	w.waitLog(t, regexp.MustCompile(`cannot connect yet; retrying.*to=NATS`))
+	e, err := bus.StartEmbedded(&bus.EmbeddedOptions{Listen: fmt.Sprintf("127.0.0.1:%d", port)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
+	w.waitLog(t, regexp.MustCompile(`msg="worker serving"`))
+	if code := w.stop(t); code != 0 {
+		t.Fatalf("worker exit %d:\n%s", code, w.stderr.String())
+	}
 }

@@ -43,6 +43,7 @@ type config struct {
 	SessionTTL, RequestTimeout  time.Duration
 	KeepAlive, ListenKeepAlive  time.Duration
 	BodyTimeout, DrainTimeout   time.Duration
+	DrainDelay, ConnectTimeout  time.Duration
 	AllowedHosts, AllowedOrigin []string
 	MaxBodyBytes                int64
 	MaxListen                   int64
@@ -137,8 +138,26 @@ func (c *config) define(r role, f *flags, program func(*flag.FlagSet)) error {
 		}
 		f.secretStr(&c.StateKey, "state-key", "KEYS", usage)
 	}
+	if r.bus() {
+		f.in(groupProcess)
+		usage := "address of /healthz, /readyz and /metrics, for probes and Prometheus; keep it off the load balancer"
+		if r.http() {
+			usage += " (empty: served beside the MCP endpoint, for development)"
+		} else {
+			usage += " (empty: off)"
+		}
+		f.str(&c.AdminListen, "admin-listen", "", "ADDR", usage)
+		f.dur(&c.ConnectTimeout, "connect-timeout", DefaultConnectTimeout, "how long the first connection to NATS and Redis is retried, with backoff (0: one attempt)")
+	}
+	if r.http() {
+		delay := time.Duration(0)
+		if r == roleFrontend {
+			delay = DefaultDrainDelay
+		}
+		f.dur(&c.DrainDelay, "drain-delay", delay, "on SIGTERM, how long to report not ready and go on serving before the drain (lame duck: a load balancer moves away first; 0: a short grace ending when no connection is open)")
+	}
 	if r == roleWorker {
-		f.str(&c.AdminListen, "http-listen", "", "ADDR", "address of the worker's /healthz, /readyz and /metrics (empty: off)")
+		f.in(groupWorker)
 		f.list(&c.ServeTools, "tools", "tool names this worker serves, as glob patterns (default: all; none: none)")
 		f.list(&c.ServePrompts, "prompts", "prompt names this worker serves, as glob patterns (default: all; none: none)")
 		f.list(&c.ServeResources, "resources", "resource URIs and URI templates this worker serves, as glob patterns (default: all; none: none)")
@@ -204,6 +223,9 @@ func (c *config) validate(r role) error {
 		if c.MaxListen < 0 {
 			add("--max-listen-subscriptions must not be negative")
 		}
+		if c.DrainDelay < 0 {
+			add("--drain-delay must not be negative")
+		}
 		authSet := c.AuthAudience != "" || c.AuthJWKSFile != "" || c.AuthJWKSURL != "" || len(c.AuthRequiredScopes) > 0
 		switch {
 		case c.AuthIssuer == "" && authSet:
@@ -224,6 +246,9 @@ func (c *config) validate(r role) error {
 		if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix") {
 			add("--redis-url: want redis://[user:password@]host:port/db, rediss:// or unix://")
 		}
+	}
+	if c.ConnectTimeout < 0 {
+		add("--connect-timeout must not be negative")
 	}
 	if len(c.ID) > frontend.MaxIDLen {
 		add("--id %q: at most %d bytes", c.ID, frontend.MaxIDLen)
@@ -261,7 +286,7 @@ func (c *config) logger(w io.Writer) *slog.Logger {
 // handlerOptions maps the flags onto HandlerOptions.
 func (c *config) handlerOptions(log *slog.Logger) HandlerOptions {
 	o := HandlerOptions{
-		NATSURL: c.NATSURL, NATSListen: c.NATSListen, RedisURL: c.RedisURL,
+		NATSURL: c.NATSURL, NATSListen: c.NATSListen, RedisURL: c.RedisURL, ConnectTimeout: offWhenZero(c.ConnectTimeout),
 		Memory:   sessionstore.Options{MaxSessions: int(c.MaxSessions), MaxSessionBytes: c.MaxSessionBytes},
 		StateKey: c.stateKey, OldStateKeys: c.oldStateKeys,
 		Logger: log,
@@ -296,9 +321,9 @@ func (c *config) handlerOptions(log *slog.Logger) HandlerOptions {
 	return o
 }
 
-// offWhenZero maps a flag where 0 turns a feature off (or a cap to
-// unlimited) onto an option where 0 means the default and a negative
-// value turns it off.
+// offWhenZero maps a flag where 0 turns a feature off (a cap to
+// unlimited, a retry to one attempt) onto an option where 0 means the
+// default and a negative value turns it off.
 func offWhenZero[T time.Duration | int64](v T) T {
 	if v == 0 {
 		return -1
@@ -307,14 +332,15 @@ func offWhenZero[T time.Duration | int64](v T) T {
 }
 
 func (c *config) serveOptions(log *slog.Logger) *ServeOptions {
-	return &ServeOptions{HandlerOptions: c.handlerOptions(log), Listen: c.Listen, Path: c.Path, DrainTimeout: c.DrainTimeout}
+	return &ServeOptions{HandlerOptions: c.handlerOptions(log), Listen: c.Listen, Path: c.Path, AdminListen: c.AdminListen,
+		DrainDelay: c.DrainDelay, DrainTimeout: c.DrainTimeout}
 }
 
 func (c *config) workerOptions(log *slog.Logger) *WorkerOptions {
 	return &WorkerOptions{
 		NATSURL: c.NATSURL, StateKey: c.stateKey, OldStateKeys: c.oldStateKeys,
 		Worker:      worker.Options{ID: c.ID, Filter: c.filter()},
-		AdminListen: c.AdminListen, DrainTimeout: c.DrainTimeout, Logger: log,
+		AdminListen: c.AdminListen, ConnectTimeout: offWhenZero(c.ConnectTimeout), DrainTimeout: c.DrainTimeout, Logger: log,
 	}
 }
 

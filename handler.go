@@ -46,6 +46,10 @@ type HandlerOptions struct {
 	// and stream logs, shared by every frontend of a cluster. Empty: an
 	// in-memory store, which only one frontend can use.
 	RedisURL string
+	// ConnectTimeout is how long the first connection to NATS and to
+	// Redis is retried (a frontend started beside them comes up once they
+	// do); zero means DefaultConnectTimeout, negative one attempt.
+	ConnectTimeout time.Duration
 	// Memory sizes the in-memory store (see sessionstore.Options; zero
 	// fields are its defaults). Its TTL defaults to Frontend.SessionTTL.
 	Memory sessionstore.Options
@@ -129,7 +133,7 @@ func (h *Handler) start(ctx context.Context, srv *mcp.Server, o *HandlerOptions)
 			h.log.Warn("the embedded NATS server is open to other processes but no requestState key is set: workers joining it cannot open this one's multi-round states; set " + StateKeyEnv)
 		}
 	}
-	nc, err := h.connect(o, srv != nil, embedded)
+	nc, err := h.connect(ctx, o, srv != nil, embedded)
 	if err != nil {
 		return err
 	}
@@ -138,7 +142,15 @@ func (h *Handler) start(ctx context.Context, srv *mcp.Server, o *HandlerOptions)
 		fo.Store = o.Store
 	}
 	if fo.Store == nil {
-		if fo.Store, err = openStore(ctx, o); err != nil {
+		err := retryConnect(ctx, h.log, "the session store", o.ConnectTimeout, func(ctx context.Context) error {
+			var err error
+			fo.Store, err = openStore(ctx, o)
+			if errors.Is(err, sessionstore.ErrInvalidConfig) {
+				return permanent{err}
+			}
+			return err
+		})
+		if err != nil {
 			return err
 		}
 		store := fo.Store
@@ -206,7 +218,7 @@ func (h *Handler) start(ctx context.Context, srv *mcp.Server, o *HandlerOptions)
 
 // connect returns the NATS connection to use: o.NATS, an embedded
 // server's, or one to o.NATSURL.
-func (h *Handler) connect(o *HandlerOptions, withWorker, embedded bool) (*nats.Conn, error) {
+func (h *Handler) connect(ctx context.Context, o *HandlerOptions, withWorker, embedded bool) (*nats.Conn, error) {
 	switch {
 	case o.NATS != nil:
 		return o.NATS, nil
@@ -237,7 +249,12 @@ func (h *Handler) connect(o *HandlerOptions, withWorker, embedded bool) (*nats.C
 	if withWorker {
 		name = "mcpfleet"
 	}
-	nc, err := bus.Connect(url, &bus.ConnectOptions{Name: name, Logger: h.log})
+	var nc *nats.Conn
+	err := retryConnect(ctx, h.log, "NATS", o.ConnectTimeout, func(context.Context) error {
+		var err error
+		nc, err = bus.Connect(url, &bus.ConnectOptions{Name: name, Logger: h.log})
+		return natsRetryable(err)
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -205,8 +205,10 @@ func TestNewHandlerErrors(t *testing.T) {
 		opts mcpfleet.HandlerOptions
 		want string
 	}{
-		{"unreachable NATS", nil, mcpfleet.HandlerOptions{NATSURL: "nats://127.0.0.1:1"}, "NATS"},
-		{"unreachable Redis", greeter(t), mcpfleet.HandlerOptions{RedisURL: "redis://127.0.0.1:1/0"}, "redis"},
+		{"unreachable NATS", nil, mcpfleet.HandlerOptions{NATSURL: "nats://127.0.0.1:1", ConnectTimeout: -1}, "NATS"},
+		{"unreachable NATS, retried", nil, mcpfleet.HandlerOptions{NATSURL: "nats://127.0.0.1:1", ConnectTimeout: 600 * time.Millisecond}, "gave up after"},
+		{"unreachable Redis", greeter(t), mcpfleet.HandlerOptions{RedisURL: "redis://127.0.0.1:1/0", ConnectTimeout: -1}, "redis"},
+		{"a Redis URL that is not one (not retried)", greeter(t), mcpfleet.HandlerOptions{RedisURL: "http://x", ConnectTimeout: time.Hour}, "redis"},
 		{"a JWKS file that is not there", greeter(t), mcpfleet.HandlerOptions{Auth: &auth.Options{Issuer: "https://as", Audience: "https://x/mcp", JWKSFile: "/nonexistent/jwks.json"}}, "jwks"},
 		{"no state key on an external NATS", greeter(t), mcpfleet.HandlerOptions{NATSURL: natsURL}, mcpfleet.StateKeyEnv},
 	}

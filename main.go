@@ -121,6 +121,8 @@ func (a *App) Run(ctx context.Context, args []string) int {
 			}
 			a.usage(stdout)
 			return 0
+		case "probe":
+			return a.runProbe(ctx, args[1:])
 		case "version", "--version", "-version":
 			v := name
 			switch {
@@ -285,6 +287,7 @@ func (a *App) usage(w io.Writer) {
 	for _, c := range a.Commands {
 		fmt.Fprintf(w, "  %-9s  %s\n", c.Name, c.Summary)
 	}
+	fmt.Fprintf(w, "  %-9s  %s\n", "probe", "check a running process's readiness (or liveness) on its admin listener: a healthcheck")
 	fmt.Fprintf(w, "  %-9s  %s\n", "version", "print the version")
 	fmt.Fprintf(w, "\nRun '%s COMMAND -h' for a command's flags. Every flag has an environment twin:\n--nats-url is %s; flags win over the environment.\n", name, EnvName("nats-url"))
 }

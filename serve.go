@@ -18,6 +18,9 @@ const (
 	DefaultListen       = "127.0.0.1:8080"
 	DefaultPath         = "/mcp"
 	DefaultDrainTimeout = 30 * time.Second
+	// DefaultDrainDelay is the frontend role's --drain-delay: time for a
+	// load balancer (Kubernetes endpoints) to see the readiness change.
+	DefaultDrainDelay = 5 * time.Second
 )
 
 // ServeOptions configure [RunServe] and [RunFrontend]: the endpoint (see
@@ -26,11 +29,22 @@ type ServeOptions struct {
 	HandlerOptions
 	// Listen is the HTTP address; empty means DefaultListen (loopback).
 	Listen string
-	// Path is the MCP endpoint's path; empty means DefaultPath. /healthz,
-	// /readyz and /metrics are served beside it.
+	// Path is the MCP endpoint's path; empty means DefaultPath.
 	Path string
-	// DrainTimeout bounds the drain once ctx ends; zero means
-	// DefaultDrainTimeout.
+	// AdminListen, when set, serves /healthz (liveness), /readyz
+	// (readiness: NATS and the store reachable, not draining) and
+	// /metrics on this address, kept off the load balancer. Empty: they
+	// are served beside the MCP endpoint (for development).
+	AdminListen string
+	// DrainDelay is the lame-duck period of a drain: once ctx ends, the
+	// server reports not ready and goes on serving (each connection closed
+	// after its answer) for this long, so a load balancer (Kubernetes
+	// endpoints) stops sending it requests; then it stops accepting.
+	// Zero means a short grace (a tenth of DrainTimeout, at most a
+	// second) that ends as soon as no connection is open.
+	DrainDelay time.Duration
+	// DrainTimeout bounds the drain once ctx ends (after DrainDelay);
+	// zero means DefaultDrainTimeout.
 	DrainTimeout time.Duration
 	// Ready, when set, is called with the listening address once the
 	// server accepts connections.
@@ -79,6 +93,11 @@ func runHTTP(ctx context.Context, srv *mcp.Server, opts *ServeOptions) error {
 		log.Warn("this frontend keeps sessions in its own memory: other frontends cannot serve them; set a Redis URL for a cluster")
 	}
 	// Listen first: a taken address fails before anything joins the bus.
+	adm, err := listenAdmin(o.AdminListen)
+	if err != nil {
+		return err
+	}
+	defer adm.stop() // last: probes see the whole drain
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", o.Listen, err)
@@ -88,8 +107,13 @@ func runHTTP(ctx context.Context, srv *mcp.Server, opts *ServeOptions) error {
 		_ = ln.Close()
 		return err
 	}
+	router := h.Router(o.Path)
+	if adm != nil {
+		router = h.fe.MCPRouter(o.Path)
+		adm.serve(h.Ready, h.Metrics(), h.log)
+	}
 	var conns openConns
-	hs := &http.Server{Handler: h.Router(o.Path), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+	hs := &http.Server{Handler: router, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ConnState: conns.track}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -102,17 +126,23 @@ func runHTTP(ctx context.Context, srv *mcp.Server, opts *ServeOptions) error {
 	case serveErr = <-errc:
 	case <-ctx.Done():
 	}
-	h.log.Info("draining frontend")
-	dctx, cancel := context.WithTimeout(context.Background(), o.DrainTimeout)
-	defer cancel()
+	h.log.Info("draining frontend", "drain_delay", o.DrainDelay, "drain_timeout", o.DrainTimeout)
 	if serveErr == nil {
 		// For a moment, go on serving but close each connection after its
 		// answer (and report not ready): closing a kept-alive connection,
 		// or the listener, while a proxy sends a request on it would lose
 		// that request (nginx does not retry a POST). Then stop accepting.
 		h.Leave()
-		conns.waitNone(dctx, drainGrace(o.DrainTimeout))
+		if o.DrainDelay > 0 {
+			lameDuck(o.DrainDelay)
+		} else {
+			gctx, cancel := context.WithTimeout(context.Background(), o.DrainTimeout)
+			conns.waitNone(gctx, drainGrace(o.DrainTimeout))
+			cancel()
+		}
 	}
+	dctx, cancel := context.WithTimeout(context.Background(), o.DrainTimeout)
+	defer cancel()
 	// Stop accepting at once (a proxy sends new requests to the other
 	// frontends; idle keep-alive connections close) while the requests in
 	// flight finish and listen streams get their final result.
@@ -130,6 +160,15 @@ func runHTTP(ctx context.Context, srv *mcp.Server, opts *ServeOptions) error {
 		serveErr = nil
 	}
 	return errors.Join(serveErr, ferr, herr)
+}
+
+// lameDuck waits out the drain delay: new connections are still taken
+// (a load balancer may send them until it sees the readiness change), so
+// it does not end when none is open.
+func lameDuck(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	<-t.C
 }
 
 // drainGrace is how long a draining frontend keeps answering on its open

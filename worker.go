@@ -3,10 +3,8 @@ package mcpfleet
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
@@ -37,9 +35,12 @@ type WorkerOptions struct {
 	// resources it serves (Filter), caps and timeouts (see
 	// worker.Options). Its Logger and Metrics are filled in when nil.
 	Worker worker.Options
-	// AdminListen, when set, serves /healthz, /readyz (NATS connected)
-	// and /metrics on this address. Empty: none.
+	// AdminListen, when set, serves /healthz, /readyz (NATS connected,
+	// not draining) and /metrics on this address. Empty: none.
 	AdminListen string
+	// ConnectTimeout is how long the first NATS connection is retried;
+	// zero means DefaultConnectTimeout, negative one attempt.
+	ConnectTimeout time.Duration
 	// Registry receives the worker's metrics; nil means a new registry
 	// (NewRegistry).
 	Registry *prometheus.Registry
@@ -74,14 +75,25 @@ func RunWorker(ctx context.Context, srv *mcp.Server, opts *WorkerOptions) error 
 	if err := installStateKey(srv, o.StateKey, o.OldStateKeys, true); err != nil {
 		return err
 	}
+	// The admin listener first: a taken address fails before the worker
+	// joins the queue groups.
+	adm, err := listenAdmin(o.AdminListen)
+	if err != nil {
+		return err
+	}
+	defer adm.stop()
 	nc := o.NATS
 	if nc == nil {
 		url := o.NATSURL
 		if url == "" {
 			url = DefaultNATSURL
 		}
-		var err error
-		if nc, err = bus.Connect(url, &bus.ConnectOptions{Name: "mcpfleet-worker", Logger: log}); err != nil {
+		err := retryConnect(ctx, log, "NATS", o.ConnectTimeout, func(context.Context) error {
+			var err error
+			nc, err = bus.Connect(url, &bus.ConnectOptions{Name: "mcpfleet-worker", Logger: log})
+			return natsRetryable(err)
+		})
+		if err != nil {
 			return err
 		}
 		defer nc.Close()
@@ -101,18 +113,16 @@ func RunWorker(ctx context.Context, srv *mcp.Server, opts *WorkerOptions) error 
 	if err != nil {
 		return err
 	}
-	// The admin listener first: a taken address fails before the worker
-	// joins the queue groups.
-	stopAdmin, err := serveAdmin(o.AdminListen, func() error {
-		if !nc.IsConnected() {
+	var draining atomic.Bool
+	adm.serve(func(context.Context) error {
+		switch {
+		case draining.Load():
+			return errors.New("draining")
+		case !nc.IsConnected():
 			return errors.New("NATS is not connected")
 		}
 		return nil
-	}, reg, log)
-	if err != nil {
-		return err
-	}
-	defer stopAdmin()
+	}, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), log)
 	if err := w.Start(ctx); err != nil {
 		return err
 	}
@@ -120,6 +130,7 @@ func RunWorker(ctx context.Context, srv *mcp.Server, opts *WorkerOptions) error 
 		o.Ready()
 	}
 	<-ctx.Done()
+	draining.Store(true)
 	log.Info("draining worker")
 	dctx, cancel := context.WithTimeout(context.Background(), o.DrainTimeout)
 	defer cancel()
@@ -129,34 +140,4 @@ func RunWorker(ctx context.Context, srv *mcp.Server, opts *WorkerOptions) error 
 		_ = nc.FlushTimeout(time.Second)
 	}
 	return err
-}
-
-// serveAdmin serves /healthz, /readyz (ready() nil) and /metrics on addr,
-// when set. The returned func stops it.
-func serveAdmin(addr string, ready func() error, reg *prometheus.Registry, log *slog.Logger) (func(), error) {
-	if addr == "" {
-		return func() {}, nil
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if err := ready(); err != nil {
-			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = w.Write([]byte("ready\n"))
-	})
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("listening on %s: %w", addr, err)
-	}
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = hs.Serve(ln) }()
-	log.Info("worker http serving", "url", "http://"+ln.Addr().String())
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = hs.Shutdown(ctx)
-	}, nil
 }

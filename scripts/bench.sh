@@ -214,7 +214,7 @@ cluster_up() {
     return 1
   fi
   for i in $(seq "$nfe"); do
-    start "$name-frontend$i" "$bin/frontend" --listen 127.0.0.1:0 --log-format text --nats-url "nats://127.0.0.1:$np" \
+    start "$name-frontend$i" "$bin/frontend" --listen 127.0.0.1:0 --drain-delay 0 --log-format text --nats-url "nats://127.0.0.1:$np" \
       --redis-url "$CL_REDIS" --drain-timeout 2s "$@"
     CL_ALL+=("$PID")
     CL_FE_PIDS+=("$PID")

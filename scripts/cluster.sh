@@ -105,9 +105,11 @@ wait_port "$nats_port"
 wait_port "$redis_port"
 
 export MCPFLEET_NATS_URL=nats://127.0.0.1:$nats_port MCPFLEET_REDIS_URL=redis://127.0.0.1:$redis_port/0
+# No lame-duck delay on a stop: nothing routes by readiness here.
+export MCPFLEET_DRAIN_DELAY=0
 export MCPFLEET_STATE_KEY=$key MCPFLEET_LOG_FORMAT=json MCPFLEET_ALLOWED_HOSTS=127.0.0.1:$port,localhost:$port
-start_bg worker1 "$dir/bin/worker" --id worker1 --fixture conformance --http-listen "127.0.0.1:$w1"
-start_bg worker2 "$dir/bin/worker" --id worker2 --fixture conformance --http-listen "127.0.0.1:$w2"
+start_bg worker1 "$dir/bin/worker" --id worker1 --fixture conformance --admin-listen "127.0.0.1:$w1"
+start_bg worker2 "$dir/bin/worker" --id worker2 --fixture conformance --admin-listen "127.0.0.1:$w2"
 start_bg frontend1 "$dir/bin/frontend" --id frontend1 --listen "127.0.0.1:$fe1"
 start_bg frontend2 "$dir/bin/frontend" --id frontend2 --listen "127.0.0.1:$fe2"
 wait_port "$fe1"
@@ -149,10 +151,15 @@ http {
       proxy_cache off;
       proxy_read_timeout 1h;
       proxy_send_timeout 1h;
-      # A frontend that drains stops accepting (connection refused: the
-      # request goes to the next one); a 503 means "not processed, retry
-      # elsewhere" and is retried for GET (POSTs are never sent twice).
-      proxy_next_upstream error timeout http_503;
+      # A draining frontend answers what reaches it after its lame-duck
+      # delay with 503 (not processed), then closes its listener. Both are
+      # retried on the next frontend, POSTs too (non_idempotent), so a
+      # drain loses nothing. A frontend killed mid-request may have
+      # forwarded it: the retry is then what a client's own retry would
+      # be (a legacy request id still claimed is refused with -32600). A
+      # worker lost mid-request is 502, never retried here.
+      proxy_next_upstream error timeout http_503 non_idempotent;
+      proxy_next_upstream_tries 2;
     }
   }
 }

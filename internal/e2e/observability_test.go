@@ -49,7 +49,7 @@ func status(t *testing.T, url string) int {
 // TestObservability checks /metrics, /healthz and /readyz of a frontend and
 // a worker.
 func TestObservability(t *testing.T) {
-	c := testenv.StartCluster(t, testenv.ClusterOptions{Frontends: 1, WorkerArgs: []string{"--http-listen", "127.0.0.1:0"}})
+	c := testenv.StartCluster(t, testenv.ClusterOptions{Frontends: 1, WorkerArgs: []string{"--admin-listen", "127.0.0.1:0"}})
 	fe := strings.TrimSuffix(c.URLs[0], "/mcp")
 	cl := testenv.NewClient(t, c.URLs...)
 	cl.Initialize(nil)
@@ -79,7 +79,7 @@ func TestObservability(t *testing.T) {
 		t.Fatal("healthz/readyz of a healthy frontend")
 	}
 	// The worker's endpoints.
-	addr := regexp.MustCompile(`msg="worker http serving" url=(\S+)`).FindStringSubmatch(c.Workers[0].Log())
+	addr := regexp.MustCompile(`msg="admin http serving" url=(\S+)`).FindStringSubmatch(c.Workers[0].Log())
 	if addr == nil {
 		t.Fatal("the worker did not log its http address")
 	}

@@ -145,10 +145,15 @@ http {
       proxy_cache off;
       proxy_read_timeout 1h;
       proxy_send_timeout 1h;
-      # A frontend that drains stops accepting (connection refused: the
-      # request goes to the next one); a 503 means "not processed, retry
-      # elsewhere" and is retried for GET (POSTs are never sent twice).
-      proxy_next_upstream error timeout http_503;
+      # A draining frontend answers what reaches it after its lame-duck
+      # delay with 503 (not processed), then closes its listener. Both are
+      # retried on the next frontend, POSTs too (non_idempotent), so a
+      # drain loses nothing. A frontend killed mid-request may have
+      # forwarded it: the retry is then what a client's own retry would
+      # be (a legacy request id still claimed is refused with -32600). A
+      # worker lost mid-request is 502, never retried here.
+      proxy_next_upstream error timeout http_503 non_idempotent;
+      proxy_next_upstream_tries 2;
     }
   }
 }

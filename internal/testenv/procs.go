@@ -229,7 +229,9 @@ func StartFrontend(tb testing.TB, natsURL, redisURL string, args ...string) (*Pr
 	tb.Helper()
 	bin := filepath.Join(Binaries(tb), "frontend")
 	// Text logs: the tests read them with regular expressions.
-	p := Start(tb, "frontend", bin, append([]string{"--listen", "127.0.0.1:0", "--nats-url", natsURL, "--redis-url", redisURL, "--log-format", "text"}, args...)...)
+	// No lame-duck delay unless a test asks for one (--drain-delay in
+	// args): nothing here routes by readiness.
+	p := Start(tb, "frontend", bin, append([]string{"--listen", "127.0.0.1:0", "--nats-url", natsURL, "--redis-url", redisURL, "--log-format", "text", "--drain-delay", "0"}, args...)...)
 	return p, p.WaitLog(tb, ServingRE, 20*time.Second)
 }
 

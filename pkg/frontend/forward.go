@@ -230,7 +230,9 @@ func (ex *exchange) serve(w http.ResponseWriter, r *http.Request) step {
 			return ex.clientGone()
 		case <-live.C:
 			ex.cancelWorker()
-			ex.fail(w, http.StatusServiceUnavailable, protocol.NewError(protocol.CodeInternalError,
+			// 502, not 503: the worker may have run the request, so a
+			// proxy must not send it elsewhere by itself.
+			ex.fail(w, http.StatusBadGateway, protocol.NewError(protocol.CodeInternalError,
 				"the worker handling %q stopped responding; retry", ex.spec.msg.Method))
 			setOutcome(w, "worker_lost")
 			return stepDone
