@@ -464,14 +464,28 @@ func TestAppAdminListenerAndDrainDelay(t *testing.T) {
 func TestAppWaitsForNATS(t *testing.T) {
 	port := testenv.FreePort(t)
 	t.Setenv(mcpfleet.StateKeyEnv, base64.StdEncoding.EncodeToString(mcp.RandomStateKey()))
-	w := start(t, &mcpfleet.App{Server: greeter(t)}, "worker", "--nats-url", fmt.Sprintf("nats://127.0.0.1:%d", port), "--log-format", "text", "--connect-timeout", "1m")
+	admin := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	w := start(t, &mcpfleet.App{Server: greeter(t)}, "worker", "--nats-url", fmt.Sprintf("nats://127.0.0.1:%d", port), "--log-format", "text",
+		"--connect-timeout", "1m", "--admin-listen", admin)
 	w.waitLog(t, regexp.MustCompile(`cannot connect yet; retrying.*to=NATS`))
+	// Meanwhile: alive (a liveness probe must not restart it), not ready.
+	if code := probeCode(admin, "live"); code != 0 {
+		t.Errorf("probe live while waiting for NATS: exit %d", code)
+	}
+	if code, body := get(t, "http://"+admin+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "starting") {
+		t.Errorf("readyz while waiting for NATS: %d %q", code, body)
+	}
 	e, err := bus.StartEmbedded(&bus.EmbeddedOptions{Listen: fmt.Sprintf("127.0.0.1:%d", port)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
 	w.waitLog(t, regexp.MustCompile(`msg="worker serving"`))
+	for deadline := time.Now().Add(10 * time.Second); probeCode(admin, "ready") != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the worker never became ready once NATS was up")
+		}
+	}
 	if code := w.stop(t); code != 0 {
 		t.Fatalf("worker exit %d:\n%s", code, w.stderr.String())
 	}

@@ -88,12 +88,22 @@ var roleSummary = []struct {
 
 // Main runs the program with os.Args until SIGINT or SIGTERM and exits
 // with Run's status. The first signal starts the drain; a second one
-// ends the process at once.
+// ends the process at once (status 1), whatever the drain still waits
+// for.
 func (a *App) Main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	context.AfterFunc(ctx, stop) // from now on a signal has its default effect
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { // lives as long as the process
+		<-sigs
+		cancel()
+		<-sigs
+		_, stderr := a.out()
+		fmt.Fprintf(stderr, "%s: a second signal: exiting without finishing the drain\n", a.name())
+		os.Exit(1)
+	}()
 	code := a.Run(ctx, os.Args[1:])
-	stop()
+	cancel()
 	os.Exit(code)
 }
 

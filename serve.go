@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/pkg/mcp"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Defaults of ServeOptions.
@@ -102,15 +103,27 @@ func runHTTP(ctx context.Context, srv *mcp.Server, opts *ServeOptions) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", o.Listen, err)
 	}
+	// The admin endpoints answer at once, while the first connections
+	// are retried: alive, not ready.
+	if o.Registry == nil {
+		o.Registry = NewRegistry()
+	}
+	var started atomic.Pointer[Handler]
+	adm.serve(func(ctx context.Context) error {
+		if h := started.Load(); h != nil {
+			return h.Ready(ctx)
+		}
+		return errors.New("starting")
+	}, promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{}), log)
 	h, err := NewHandler(ctx, srv, &o.HandlerOptions)
 	if err != nil {
 		_ = ln.Close()
 		return err
 	}
+	started.Store(h)
 	router := h.Router(o.Path)
 	if adm != nil {
 		router = h.fe.MCPRouter(o.Path)
-		adm.serve(h.Ready, h.Metrics(), h.log)
 	}
 	var conns openConns
 	hs := &http.Server{Handler: router, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,

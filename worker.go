@@ -76,12 +76,31 @@ func RunWorker(ctx context.Context, srv *mcp.Server, opts *WorkerOptions) error 
 		return err
 	}
 	// The admin listener first: a taken address fails before the worker
-	// joins the queue groups.
+	// joins the queue groups; it answers at once (alive, not ready) while
+	// the first NATS connection is retried.
 	adm, err := listenAdmin(o.AdminListen)
 	if err != nil {
 		return err
 	}
 	defer adm.stop()
+	reg := o.Registry
+	if reg == nil {
+		reg = NewRegistry()
+	}
+	var ready atomic.Pointer[nats.Conn]
+	var draining atomic.Bool
+	adm.serve(func(context.Context) error {
+		nc := ready.Load()
+		switch {
+		case nc == nil:
+			return errors.New("starting")
+		case draining.Load():
+			return errors.New("draining")
+		case !nc.IsConnected():
+			return errors.New("NATS is not connected")
+		}
+		return nil
+	}, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), log)
 	nc := o.NATS
 	if nc == nil {
 		url := o.NATSURL
@@ -98,10 +117,6 @@ func RunWorker(ctx context.Context, srv *mcp.Server, opts *WorkerOptions) error 
 		}
 		defer nc.Close()
 	}
-	reg := o.Registry
-	if reg == nil {
-		reg = NewRegistry()
-	}
 	wo := o.Worker
 	if wo.Logger == nil {
 		wo.Logger = log
@@ -113,19 +128,10 @@ func RunWorker(ctx context.Context, srv *mcp.Server, opts *WorkerOptions) error 
 	if err != nil {
 		return err
 	}
-	var draining atomic.Bool
-	adm.serve(func(context.Context) error {
-		switch {
-		case draining.Load():
-			return errors.New("draining")
-		case !nc.IsConnected():
-			return errors.New("NATS is not connected")
-		}
-		return nil
-	}, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), log)
 	if err := w.Start(ctx); err != nil {
 		return err
 	}
+	ready.Store(nc)
 	if o.Ready != nil {
 		o.Ready()
 	}
