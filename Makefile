@@ -17,9 +17,9 @@ deps:
 	./scripts/deps.sh
 
 # gofmt covers every directory; go vet runs in every module (bench/peers,
-# each of examples/ and docs/migrating are modules of their own, outside the
-# root's ./...).
-NESTED_MODULES := bench/peers $(patsubst %/go.mod,%,$(wildcard examples/*/go.mod)) docs/migrating
+# each of examples/, docs/migrating and deploy/helm/test are modules of
+# their own, outside the root's ./...).
+NESTED_MODULES := bench/peers $(patsubst %/go.mod,%,$(wildcard examples/*/go.mod)) docs/migrating deploy/helm/test
 vet:
 	@test -z "$$(gofmt -l . | grep -v '^.cache/' | tee /dev/stderr)" || (echo "gofmt: the files above need formatting" && exit 1)
 	go vet ./...
@@ -28,11 +28,14 @@ vet:
 gotest:
 	go test -race -count=1 -timeout 20m ./...
 
-# The tests of the modules beside the root: each example's own tests, and
+# The tests of the modules beside the root: each example's own tests,
 # docs/migrating.md's code (every block still an excerpt of docs/migrating/,
 # which compiles against the pinned go-sdk and mcp-go, and the three
-# versions of its server driven by the go-sdk client in both eras).
-TESTED_MODULES := $(patsubst %/go.mod,%,$(wildcard examples/*/go.mod)) docs/migrating
+# versions of its server driven by the go-sdk client in both eras), and the
+# Helm chart (deploy/helm/test: helm lint and template, every object
+# decoded strictly against the Kubernetes API types, every flag the chart
+# passes checked against the real binaries' -h).
+TESTED_MODULES := $(patsubst %/go.mod,%,$(wildcard examples/*/go.mod)) docs/migrating deploy/helm/test
 modules-test:
 	@for m in $(TESTED_MODULES); do echo "go test -race -count=1 ./... (in $$m)"; (cd $$m && go test -race -count=1 ./...) || exit 1; done
 

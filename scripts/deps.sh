@@ -8,6 +8,9 @@
 #                            installs: every test runs the Node 22 below)
 #   nats-server v2.15.2     (go install, into $(go env GOPATH)/bin, unless
 #                            the nats-server found first is already v2.15.2)
+#   helm v3.22.0            (go install, into $(go env GOPATH)/bin, unless
+#                            the helm found first is already v3.22.0: the
+#                            chart tests of deploy/helm/test)
 #   Node 22, the MCP conformance suite and the real MCP clients the client
 #   tests drive, from the committed lockfiles in tools/, into the
 #   project-local .cache/ (npm ci).
@@ -19,6 +22,7 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then SUDO="sudo -n"; fi
 
 NATS_VERSION=v2.15.2
+HELM_VERSION=v3.22.0
 GOBIN="$(go env GOPATH)/bin"
 # The project-local Node 22 (tools/node): the only node the tests and the
 # conformance scripts run.
@@ -107,6 +111,38 @@ fi
 first=$(command -v nats-server || true)
 if [ -n "$first" ] && [ "$first" != "$GOBIN/nats-server" ] && [ "$(nats_version "$first")" != "$NATS_VERSION" ]; then
   echo "deps: note: $first ($(nats_version "$first" || true)) precedes $GOBIN on PATH;" \
+    "make puts $GOBIN first, plain 'go test' would run $first"
+fi
+
+# helm: the chart tests take the first helm on PATH, and `make` puts
+# $(go env GOPATH)/bin first; so the one found that way must be v3.22.0, or
+# v3.22.0 is installed there. A helm built by go install reports only
+# "v3.22" itself (its full version is set by the release build's ldflags),
+# so its module version is read from the binary's build information first.
+helm_version() {
+  local v
+  v=$(go version -m "$1" 2>/dev/null | awk '$1 == "mod" && $2 == "helm.sh/helm/v3" { print $3; exit }')
+  case "$v" in
+    v[0-9]*) echo "$v" ;;
+    *) "$1" version --template '{{.Version}}' 2>/dev/null | grep -o 'v[0-9][0-9.]*' | head -n1 ;;
+  esac
+}
+helm=$(PATH="$GOBIN:$PATH" command -v helm || true)
+if [ -z "$helm" ] || [ "$(helm_version "$helm")" != "$HELM_VERSION" ]; then
+  if [ -n "$helm" ]; then
+    echo "deps: $helm is $(helm_version "$helm" || true), not $HELM_VERSION"
+  fi
+  echo "deps: installing helm $HELM_VERSION with go install into $GOBIN"
+  GOFLAGS= GOBIN="$GOBIN" go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+  got=$(helm_version "$GOBIN/helm" || true)
+  if [ "$got" != "$HELM_VERSION" ]; then
+    echo "deps: $GOBIN/helm reports '${got}', not $HELM_VERSION" >&2
+    exit 1
+  fi
+fi
+first=$(command -v helm || true)
+if [ -n "$first" ] && [ "$first" != "$GOBIN/helm" ] && [ "$(helm_version "$first")" != "$HELM_VERSION" ]; then
+  echo "deps: note: $first ($(helm_version "$first" || true)) precedes $GOBIN on PATH;" \
     "make puts $GOBIN first, plain 'go test' would run $first"
 fi
 
