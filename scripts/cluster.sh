@@ -3,7 +3,8 @@
 # a real redis-server (persistent: sessions survive its restart), two
 # frontends, two workers (with the conformance fixture) and nginx
 # round-robin in front of the frontends, with no stickiness and SSE-safe
-# settings. deploy/compose.yaml describes the same topology for docker.
+# settings. deploy/compose.yaml describes the same topology for docker
+# (with the demo worker, no conformance fixture).
 #
 #   scripts/cluster.sh            start, print the URL, stop everything on Ctrl-C
 #   scripts/cluster.sh start      start in the background; prints the URL

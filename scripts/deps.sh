@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs, where missing, what `make test` needs:
 #   redis-server, nginx     (Debian packages, apt-get)
+#   redis-cli, wget, curl   (Debian packages, apt-get: the healthchecks of
+#                            deploy/compose.yaml, which internal/deploytest
+#                            runs)
 #   chromium                (Debian package, apt-get: the browser tests'
 #                            headless Chromium)
 #   npm                     (Debian package, apt-get, when npm is absent and
@@ -81,6 +84,10 @@ missing=()
 command -v redis-server >/dev/null 2>&1 || [ -x /usr/bin/redis-server ] || missing+=(redis-server)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx-light)
 command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || missing+=(chromium fonts-liberation)
+# The healthchecks of deploy/compose.yaml, run by internal/deploytest.
+command -v redis-cli >/dev/null 2>&1 || [ -x /usr/bin/redis-cli ] || missing+=(redis-tools)
+command -v wget >/dev/null 2>&1 || [ -x /usr/bin/wget ] || missing+=(wget)
+command -v curl >/dev/null 2>&1 || [ -x /usr/bin/curl ] || missing+=(curl)
 if [ $npm_needed = 1 ] && ! command -v npm >/dev/null 2>&1; then missing+=(npm); fi
 if [ ${#missing[@]} -gt 0 ]; then
   echo "deps: installing ${missing[*]} with apt-get"

@@ -56,6 +56,18 @@ func (p *Proc) Stop(timeout time.Duration) {
 	}
 }
 
+// ExitCode is the process's exit status once it has ended (-1 when a
+// signal ended it, or while it runs).
+func (p *Proc) ExitCode() int {
+	if !p.Exited() {
+		return -1
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
+// Done is closed when the process has ended.
+func (p *Proc) Done() <-chan struct{} { return p.done }
+
 // Exited reports whether the process has ended.
 func (p *Proc) Exited() bool {
 	select {
@@ -69,8 +81,15 @@ func (p *Proc) Exited() bool {
 // Start runs bin with args; the output is captured and shown on failure.
 func Start(tb testing.TB, name, bin string, args ...string) *Proc {
 	tb.Helper()
+	return StartEnv(tb, name, bin, append(os.Environ(), "GOTRACEBACK=all"), args...)
+}
+
+// StartEnv is Start with the process's whole environment: env
+// ("KEY=value" entries) and nothing of the test process's.
+func StartEnv(tb testing.TB, name, bin string, env []string, args ...string) *Proc {
+	tb.Helper()
 	p := &Proc{Name: name, cmd: exec.Command(bin, args...), done: make(chan struct{})}
-	p.cmd.Env = append(os.Environ(), "GOTRACEBACK=all")
+	p.cmd.Env = env
 	pr, pw := io.Pipe()
 	p.cmd.Stdout, p.cmd.Stderr = pw, pw
 	if err := p.cmd.Start(); err != nil {
