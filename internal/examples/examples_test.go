@@ -218,25 +218,34 @@ func TestHello(t *testing.T) {
 	})
 	t.Run("serve", func(t *testing.T) {
 		p := testenv.Start(t, "hello", bin, "serve", "--listen", "127.0.0.1:0")
-		url := p.WaitLog(t, servingRE, 20*time.Second)
+		url := p.WaitLog(t, testenv.ServingRE, 20*time.Second)
 		for _, era := range eras {
 			greet(t, connect(t, url, era.opts, &events{}))
 		}
 	})
 	t.Run("stdio", func(t *testing.T) {
-		c := mcp.NewClient(&mcp.Implementation{Name: "examples-test", Version: "1.0"}, nil)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(bin, "stdio")}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cs.Close()
-		greet(t, cs)
+		greet(t, connectStdio(t, bin, &events{}))
 	})
 }
 
-var servingRE = testenv.ServingRE
+// connectStdio starts bin's stdio role under the Go SDK client's command
+// transport (2025-11-25), its progress fed to e; closed at cleanup.
+func connectStdio(t *testing.T, bin string, e *events) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "examples-test", Version: "1.0"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
+			e.with(func() { e.progress = append(e.progress, req.Params) })
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(bin, "stdio")}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
 
 func TestNotes(t *testing.T) {
 	bin := testenv.BuildExample(t, "notes")

@@ -1,7 +1,6 @@
 package examples
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -116,7 +115,7 @@ func TestOutsideModule(t *testing.T) {
 	bin := buildOutside(t)
 	t.Run("serve", func(t *testing.T) {
 		p := testenv.Start(t, "outside", bin, "serve", "--listen", "127.0.0.1:0")
-		url := p.WaitLog(t, servingRE, 20*time.Second)
+		url := p.WaitLog(t, testenv.ServingRE, 20*time.Second)
 		for _, era := range eras {
 			e := &events{}
 			countWithProgress(t, connect(t, url, era.opts, e), e, "serve-"+era.name)
@@ -138,20 +137,9 @@ func TestOutsideModule(t *testing.T) {
 	})
 	t.Run("stdio", func(t *testing.T) {
 		e := &events{}
-		c := mcp.NewClient(&mcp.Implementation{Name: "examples-test", Version: "1.0"}, &mcp.ClientOptions{
-			ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
-				e.with(func() { e.progress = append(e.progress, req.Params) })
-			},
-		})
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(bin, "stdio")}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cs.Close()
+		cs := connectStdio(t, bin, e)
 		countWithProgress(t, cs, e, "stdio")
-		tools, err := cs.ListTools(ctx, nil)
+		tools, err := cs.ListTools(t.Context(), nil)
 		if err != nil || !slices.ContainsFunc(tools.Tools, func(tl *mcp.Tool) bool { return tl.Name == "count" }) {
 			t.Errorf("tools/list over stdio: %v %+v", err, tools)
 		}
