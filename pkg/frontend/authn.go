@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/mcpfleet/mcpfleet/internal/httpx"
 	"github.com/mcpfleet/mcpfleet/pkg/auth"
 	"github.com/mcpfleet/mcpfleet/pkg/mcp"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
@@ -44,12 +45,12 @@ func (f *Frontend) authenticate(w http.ResponseWriter, r *http.Request) (*http.R
 		if errors.Is(err, auth.ErrInvalidToken) {
 			msg = "Unauthorized: invalid bearer token"
 		}
-		httpError(w, http.StatusUnauthorized, protocol.CodeInvalidRequest, msg)
+		httpx.HTTPError(w, http.StatusUnauthorized, protocol.CodeInvalidRequest, msg)
 		return r, false
 	}
 	if !p.HasScopes(v.RequiredScopes()) {
 		v.InsufficientScope(w, r, v.RequiredScopes())
-		httpError(w, http.StatusForbidden, protocol.CodeInvalidRequest, "Forbidden: insufficient scope (needs "+strings.Join(v.RequiredScopes(), " ")+")")
+		httpx.HTTPError(w, http.StatusForbidden, protocol.CodeInvalidRequest, "Forbidden: insufficient scope (needs "+strings.Join(v.RequiredScopes(), " ")+")")
 		return r, false
 	}
 	a := &authenticated{id: p.ID(v.Issuer()), scopes: p.Scopes, p: p}
@@ -81,6 +82,6 @@ func (f *Frontend) toolScopesOK(w http.ResponseWriter, r *http.Request, msg *pro
 		return true
 	}
 	f.opts.Auth.InsufficientScope(w, r, need)
-	writeError(w, http.StatusForbidden, msg.ID, protocol.NewError(protocol.CodeInvalidRequest, "Forbidden: tool %q needs the scopes %s", *name, strings.Join(need, " ")))
+	httpx.WriteError(w, http.StatusForbidden, msg.ID, protocol.NewError(protocol.CodeInvalidRequest, "Forbidden: tool %q needs the scopes %s", *name, strings.Join(need, " ")))
 	return false
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/mcpfleet/mcpfleet/internal/httpx"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 )
 
@@ -83,7 +84,7 @@ func (f *Frontend) preflight(w http.ResponseWriter, r *http.Request) {
 	case http.MethodGet, http.MethodPost, http.MethodDelete:
 	default:
 		clearCORS(w.Header())
-		httpError(w, http.StatusForbidden, protocol.CodeInvalidRequest, "Forbidden: CORS preflight for the method "+quote(method)+": the MCP endpoint takes GET, POST and DELETE")
+		httpx.HTTPError(w, http.StatusForbidden, protocol.CodeInvalidRequest, "Forbidden: CORS preflight for the method "+quote(method)+": the MCP endpoint takes GET, POST and DELETE")
 		return
 	}
 	var params []string
@@ -95,7 +96,7 @@ func (f *Frontend) preflight(w http.ResponseWriter, r *http.Request) {
 			params = append(params, name)
 		default:
 			clearCORS(w.Header())
-			httpError(w, http.StatusForbidden, protocol.CodeInvalidRequest, "Forbidden: CORS preflight for the request header "+quote(name)+", which the MCP endpoint does not read")
+			httpx.HTTPError(w, http.StatusForbidden, protocol.CodeInvalidRequest, "Forbidden: CORS preflight for the request header "+quote(name)+", which the MCP endpoint does not read")
 			return
 		}
 	}

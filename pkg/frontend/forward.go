@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/httpx"
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 	"github.com/nats-io/nats.go"
@@ -131,8 +132,8 @@ func (f *Frontend) forward(w http.ResponseWriter, r *http.Request, spec *forward
 	if err != nil {
 		f.closeStream(st)
 		f.log.Warn("frontend: publishing a request", "err", err)
-		setOutcome(w, "unavailable")
-		writeError(w, http.StatusServiceUnavailable, spec.msg.ID, protocol.NewError(protocol.CodeInternalError, "message bus unavailable; retry"))
+		httpx.SetOutcome(w, "unavailable")
+		httpx.WriteError(w, http.StatusServiceUnavailable, spec.msg.ID, protocol.NewError(protocol.CodeInternalError, "message bus unavailable; retry"))
 		return
 	}
 	result := ex.serve(w, r)
@@ -199,7 +200,7 @@ func (ex *exchange) serve(w http.ResponseWriter, r *http.Request) step {
 			ex.frames, overflowed = ex.st.take(ex.frames)
 			if !ex.gotFrame && len(ex.frames) > 0 {
 				ex.gotFrame = true
-				f.metrics.roundTrip(time.Since(ex.published))
+				f.metrics.RoundTrip(time.Since(ex.published))
 			}
 			live.Reset(f.opts.WorkerTimeout)
 			for i, fr := range ex.frames {
@@ -214,18 +215,18 @@ func (ex *exchange) serve(w http.ResponseWriter, r *http.Request) step {
 				}
 			}
 			if overflowed { // frames were dropped: nothing can be resumed
-				f.metrics.droppedStream("post")
-				setOutcome(w, "dropped")
+				f.metrics.DroppedStream("post")
+				httpx.SetOutcome(w, "dropped")
 				ex.cancelWorker()
 				return stepDone
 			}
 		case <-clientDone:
 			// The client's writer stopped: write error or overflow.
 			if ex.client.overflowed.Load() {
-				f.metrics.droppedStream("post")
-				setOutcome(w, "dropped")
+				f.metrics.DroppedStream("post")
+				httpx.SetOutcome(w, "dropped")
 			} else {
-				setOutcome(w, "client_gone")
+				httpx.SetOutcome(w, "client_gone")
 			}
 			return ex.clientGone()
 		case <-live.C:
@@ -234,16 +235,16 @@ func (ex *exchange) serve(w http.ResponseWriter, r *http.Request) step {
 			// proxy must not send it elsewhere by itself.
 			ex.fail(w, http.StatusBadGateway, protocol.NewError(protocol.CodeInternalError,
 				"the worker handling %q stopped responding; retry", ex.spec.msg.Method))
-			setOutcome(w, "worker_lost")
+			httpx.SetOutcome(w, "worker_lost")
 			return stepDone
 		case <-reqTimer.C:
 			ex.cancelWorker()
 			ex.fail(w, http.StatusGatewayTimeout, protocol.NewError(protocol.CodeInternalError,
 				"request timed out after %s", f.opts.RequestTimeout))
-			setOutcome(w, "timeout")
+			httpx.SetOutcome(w, "timeout")
 			return stepDone
 		case <-r.Context().Done():
-			setOutcome(w, "client_gone")
+			httpx.SetOutcome(w, "client_gone")
 			return ex.clientGone()
 		}
 	}
@@ -266,7 +267,7 @@ func (ex *exchange) frame(w http.ResponseWriter, fr frame) step {
 	case bus.FrameNoResponders:
 		ex.fail(w, http.StatusServiceUnavailable, protocol.NewError(protocol.CodeInternalError,
 			"no worker is available to serve %q; retry later", ex.spec.msg.Method))
-		setOutcome(w, "no_worker")
+		httpx.SetOutcome(w, "no_worker")
 		return stepDone
 	case bus.FrameResponse:
 		payload := fr.payload
@@ -278,16 +279,16 @@ func (ex *exchange) frame(w http.ResponseWriter, fr frame) step {
 				ex.f.log.Error("frontend: completing a response", "method", ex.spec.msg.Method, "err", err)
 				payload = protocol.AppendErrorResponse(nil, ex.spec.msg.ID, protocol.NewError(protocol.CodeInternalError, "could not complete the request; retry"))
 				if ex.client == nil {
-					setOutcome(w, "unavailable")
-					writeJSON(w, http.StatusServiceUnavailable, payload, nil)
+					httpx.SetOutcome(w, "unavailable")
+					httpx.WriteJSON(w, http.StatusServiceUnavailable, payload, nil)
 					return stepDone
 				}
 			}
 		}
 		if _, isErr := responseErrorCode(payload); isErr {
-			setOutcome(w, "error")
+			httpx.SetOutcome(w, "error")
 		} else {
-			setOutcome(w, "ok")
+			httpx.SetOutcome(w, "ok")
 		}
 		if ex.client != nil {
 			ex.emit(payload)
@@ -307,7 +308,7 @@ func (ex *exchange) frame(w http.ResponseWriter, fr frame) step {
 	case bus.FrameEnd:
 		// Cancelled: the stream ends without a response.
 		ex.startSSE(w)
-		setOutcome(w, "cancelled")
+		httpx.SetOutcome(w, "cancelled")
 		return stepDone
 	case bus.FrameClose:
 		if !ex.legacy() {
@@ -340,9 +341,9 @@ func (ex *exchange) writeJSON(w http.ResponseWriter, payload []byte) {
 		}
 	}
 	if status >= 400 {
-		setOutcome(w, "error")
+		httpx.SetOutcome(w, "error")
 	}
-	writeJSON(w, status, payload, func(h http.Header) {
+	httpx.WriteJSON(w, status, payload, func(h http.Header) {
 		for k, v := range extra {
 			h[k] = v
 		}
@@ -357,7 +358,7 @@ func (ex *exchange) startSSE(w http.ResponseWriter) {
 		return
 	}
 	sse := startSSE(w, ex.f.opts.WriteTimeout, nil)
-	ex.closeGauge = ex.f.metrics.streamOpened("post")
+	ex.closeGauge = ex.f.metrics.StreamOpened("post")
 	if ex.legacy() {
 		ex.sseID = postStreamID(ex.f.id, ex.st.id)
 		start := append([]byte(markStart), ex.spec.msg.ID.AppendJSON(nil)...)
@@ -403,7 +404,7 @@ func (ex *exchange) logAndPublish(data []byte) (uint64, bool) {
 func (ex *exchange) fail(w http.ResponseWriter, status int, e *protocol.Error) {
 	payload := protocol.AppendErrorResponse(nil, ex.spec.msg.ID, e)
 	if ex.client == nil && w != nil {
-		writeError(w, status, ex.spec.msg.ID, e)
+		httpx.WriteError(w, status, ex.spec.msg.ID, e)
 		return
 	}
 	ex.emit(payload)

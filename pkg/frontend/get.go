@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/httpx"
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
 	"github.com/mcpfleet/mcpfleet/pkg/listen"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
@@ -19,14 +20,14 @@ import (
 // or POST) after the event named by Last-Event-ID.
 func (f *Frontend) serveGet(w http.ResponseWriter, r *http.Request) {
 	if !accepts(r, "text/event-stream") {
-		httpError(w, http.StatusNotAcceptable, protocol.CodeInvalidRequest, "Not Acceptable: the Accept header must list text/event-stream")
+		httpx.HTTPError(w, http.StatusNotAcceptable, protocol.CodeInvalidRequest, "Not Acceptable: the Accept header must list text/event-stream")
 		return
 	}
 	if r.Header.Get(hdrSessionID) == "" {
 		// No session: a modern client, or a legacy one that has not
 		// initialized. There is no standalone stream without a session.
 		w.Header().Set("Allow", "POST")
-		httpError(w, http.StatusMethodNotAllowed, protocol.CodeInvalidRequest, "Method Not Allowed: GET needs an Mcp-Session-Id (2026-07-28 clients use subscriptions/listen)")
+		httpx.HTTPError(w, http.StatusMethodNotAllowed, protocol.CodeInvalidRequest, "Method Not Allowed: GET needs an Mcp-Session-Id (2026-07-28 clients use subscriptions/listen)")
 		return
 	}
 	if !f.sessionVersionOK(w, r, protocol.ID{}) {
@@ -40,7 +41,7 @@ func (f *Frontend) serveGet(w http.ResponseWriter, r *http.Request) {
 	if last := r.Header.Get(hdrLastEventID); last != "" {
 		s, idx, ok := parseEventID(last)
 		if !ok {
-			httpError(w, http.StatusBadRequest, protocol.CodeInvalidRequest, "Bad Request: Last-Event-ID is not an event id of this server")
+			httpx.HTTPError(w, http.StatusBadRequest, protocol.CodeInvalidRequest, "Bad Request: Last-Event-ID is not an event id of this server")
 			return
 		}
 		if s[0] == 'p' {
@@ -80,11 +81,11 @@ func (f *Frontend) getStream(w http.ResponseWriter, r *http.Request, sess *sessi
 	cancel()
 	if err != nil {
 		f.log.Warn("frontend: opening a GET stream", "err", err)
-		httpError(w, http.StatusServiceUnavailable, protocol.CodeInternalError, "could not open the stream; retry")
+		httpx.HTTPError(w, http.StatusServiceUnavailable, protocol.CodeInternalError, "could not open the stream; retry")
 		return
 	}
 	defer g.Close()
-	defer f.metrics.streamOpened("get")()
+	defer f.metrics.StreamOpened("get")()
 	// A session has one GET stream: a newer one replaces older ones,
 	// wherever they are held, so each message goes to exactly one stream.
 	g.SetTag(streamID)
@@ -115,7 +116,7 @@ func (f *Frontend) getStream(w http.ResponseWriter, r *http.Request, sess *sessi
 	slowGet := func(err error) {
 		if slowWrite(err) || g.Reason() == listen.ReasonSlow {
 			f.log.Warn("frontend: closing a slow GET stream")
-			f.metrics.droppedStream("get")
+			f.metrics.DroppedStream("get")
 		}
 	}
 	for {
@@ -138,7 +139,7 @@ func (f *Frontend) getStream(w http.ResponseWriter, r *http.Request, sess *sessi
 		case <-g.Done():
 			if g.Reason() == listen.ReasonSlow {
 				f.log.Warn("frontend: closing a slow GET stream")
-				f.metrics.droppedStream("get")
+				f.metrics.DroppedStream("get")
 			}
 			return
 		case <-f.shutdown:
@@ -188,10 +189,10 @@ func (f *Frontend) streamLog(ctx context.Context, session, stream string) (start
 func (f *Frontend) storeErr(w http.ResponseWriter, err error) bool {
 	switch {
 	case errors.Is(err, sessionstore.ErrNotFound):
-		httpError(w, http.StatusNotFound, codeSessionNotFound, "Session not found")
+		httpx.HTTPError(w, http.StatusNotFound, codeSessionNotFound, "Session not found")
 	default:
 		f.log.Error("frontend: reading a stream log", "err", err)
-		httpError(w, http.StatusServiceUnavailable, protocol.CodeInternalError, "session store unavailable; retry")
+		httpx.HTTPError(w, http.StatusServiceUnavailable, protocol.CodeInternalError, "session store unavailable; retry")
 	}
 	return false
 }
@@ -247,7 +248,7 @@ func (f *Frontend) resumePost(w http.ResponseWriter, r *http.Request, sess *sess
 		err = takeOver()
 	}
 	if err != nil {
-		httpError(w, http.StatusServiceUnavailable, protocol.CodeInternalError, "message bus unavailable; retry")
+		httpx.HTTPError(w, http.StatusServiceUnavailable, protocol.CodeInternalError, "message bus unavailable; retry")
 		return
 	}
 	start, all, err := f.streamLog(r.Context(), sess.ID, stream)
@@ -256,12 +257,12 @@ func (f *Frontend) resumePost(w http.ResponseWriter, r *http.Request, sess *sess
 		return
 	}
 	if start == nil || after == 0 {
-		httpError(w, http.StatusNotFound, protocol.CodeInvalidRequest, "no such stream in this session, or its events are gone; retry the request")
+		httpx.HTTPError(w, http.StatusNotFound, protocol.CodeInvalidRequest, "no such stream in this session, or its events are gone; retry the request")
 		return
 	}
 	var reqID protocol.ID
 	_ = reqID.UnmarshalJSON(start[len(markStart):])
-	defer f.metrics.streamOpened("resume")()
+	defer f.metrics.StreamOpened("resume")()
 	sse := startSSE(w, f.opts.WriteTimeout, nil)
 	last := after
 	// replay writes the logged events after last; it reports whether the
@@ -421,11 +422,11 @@ func (f *Frontend) serveDelete(w http.ResponseWriter, r *http.Request) {
 	sid := r.Header.Get(hdrSessionID)
 	if sid == "" {
 		w.Header().Set("Allow", "POST")
-		httpError(w, http.StatusMethodNotAllowed, protocol.CodeInvalidRequest, "Method Not Allowed: DELETE needs an Mcp-Session-Id")
+		httpx.HTTPError(w, http.StatusMethodNotAllowed, protocol.CodeInvalidRequest, "Method Not Allowed: DELETE needs an Mcp-Session-Id")
 		return
 	}
 	if !sessionstore.ValidID(sid) {
-		httpError(w, http.StatusNotFound, codeSessionNotFound, "Session not found")
+		httpx.HTTPError(w, http.StatusNotFound, codeSessionNotFound, "Session not found")
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
@@ -442,15 +443,15 @@ func (f *Frontend) serveDelete(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case errors.Is(err, sessionstore.ErrNotFound):
-		httpError(w, http.StatusNotFound, codeSessionNotFound, "Session not found")
+		httpx.HTTPError(w, http.StatusNotFound, codeSessionNotFound, "Session not found")
 		return
 	case err != nil:
 		f.log.Error("frontend: deleting a session", "err", err)
-		httpError(w, http.StatusServiceUnavailable, protocol.CodeInternalError, "session store unavailable; retry")
+		httpx.HTTPError(w, http.StatusServiceUnavailable, protocol.CodeInternalError, "session store unavailable; retry")
 		return
 	}
 	_ = f.nc.Publish(f.subj.SessionControl(sid), []byte(listen.CtlDeleted))
-	f.metrics.session("deleted")
+	f.metrics.Session("deleted")
 	w.WriteHeader(http.StatusNoContent)
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/httpx"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 )
 
@@ -34,7 +35,7 @@ func (f *Frontend) serveMCP(w http.ResponseWriter, r *http.Request) {
 	if f.closing {
 		f.mu.Unlock()
 		w.Header().Set("Connection", "close")
-		httpError(w, http.StatusServiceUnavailable, protocol.CodeInternalError, "server is shutting down; retry on another instance")
+		httpx.HTTPError(w, http.StatusServiceUnavailable, protocol.CodeInternalError, "server is shutting down; retry on another instance")
 		return
 	}
 	f.active.Add(1)
@@ -46,22 +47,22 @@ func (f *Frontend) serveMCP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Connection", "close")
 	}
 	if f.metrics != nil {
-		rec := &recorder{ResponseWriter: w, method: r.Method}
+		rec := &httpx.Recorder{ResponseWriter: w, Method: r.Method}
 		w = rec
 		start := time.Now()
-		f.metrics.inflightAdd(1)
+		f.metrics.InflightAdd(1)
 		defer func() {
-			f.metrics.inflightAdd(-1)
-			f.metrics.observe(rec.method, rec.result(), start)
+			f.metrics.InflightAdd(-1)
+			f.metrics.Observe(rec.Method, rec.Result(), start)
 		}()
 	}
 
 	if !f.hostCheck.hostOK(r.Host) {
-		httpError(w, http.StatusForbidden, protocol.CodeInvalidRequest, "Forbidden: Host header not allowed")
+		httpx.HTTPError(w, http.StatusForbidden, protocol.CodeInvalidRequest, "Forbidden: Host header not allowed")
 		return
 	}
 	if !originOK {
-		httpError(w, http.StatusForbidden, protocol.CodeInvalidRequest, "Forbidden: Origin not allowed (see --allowed-origins)")
+		httpx.HTTPError(w, http.StatusForbidden, protocol.CodeInvalidRequest, "Forbidden: Origin not allowed (see --allowed-origins)")
 		return
 	}
 	if r.Method == http.MethodOptions {
@@ -81,50 +82,50 @@ func (f *Frontend) serveMCP(w http.ResponseWriter, r *http.Request) {
 		f.serveDelete(w, r)
 	default:
 		w.Header().Set("Allow", corsMethods)
-		httpError(w, http.StatusMethodNotAllowed, protocol.CodeInvalidRequest, "Method Not Allowed")
+		httpx.HTTPError(w, http.StatusMethodNotAllowed, protocol.CodeInvalidRequest, "Method Not Allowed")
 	}
 }
 
 func (f *Frontend) servePost(w http.ResponseWriter, r *http.Request) {
 	if !accepts(r, "application/json") || !accepts(r, "text/event-stream") {
-		httpError(w, http.StatusNotAcceptable, protocol.CodeInvalidRequest, "Not Acceptable: the Accept header must list both application/json and text/event-stream")
+		httpx.HTTPError(w, http.StatusNotAcceptable, protocol.CodeInvalidRequest, "Not Acceptable: the Accept header must list both application/json and text/event-stream")
 		return
 	}
 	if !isJSONContentType(r) {
-		httpError(w, http.StatusUnsupportedMediaType, protocol.CodeInvalidRequest, "Unsupported Media Type: Content-Type must be application/json")
+		httpx.HTTPError(w, http.StatusUnsupportedMediaType, protocol.CodeInvalidRequest, "Unsupported Media Type: Content-Type must be application/json")
 		return
 	}
 	if r.ContentLength > f.opts.MaxBodyBytes {
-		httpError(w, http.StatusRequestEntityTooLarge, protocol.CodeInvalidRequest, "Request Entity Too Large: the body exceeds the size limit")
+		httpx.HTTPError(w, http.StatusRequestEntityTooLarge, protocol.CodeInvalidRequest, "Request Entity Too Large: the body exceeds the size limit")
 		return
 	}
-	setReadDeadline(w, time.Now().Add(f.opts.BodyTimeout))
+	httpx.SetReadDeadline(w, time.Now().Add(f.opts.BodyTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.opts.MaxBodyBytes))
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			// The deadline stays: net/http does not then wait for the
 			// rest of the body before it closes the connection.
 			w.Header().Set("Connection", "close")
-			httpError(w, http.StatusRequestTimeout, protocol.CodeInvalidRequest, "Request Timeout: the body did not arrive within the body timeout")
+			httpx.HTTPError(w, http.StatusRequestTimeout, protocol.CodeInvalidRequest, "Request Timeout: the body did not arrive within the body timeout")
 			return
 		}
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			httpError(w, http.StatusRequestEntityTooLarge, protocol.CodeInvalidRequest, "Request Entity Too Large: the body exceeds the size limit")
+			httpx.HTTPError(w, http.StatusRequestEntityTooLarge, protocol.CodeInvalidRequest, "Request Entity Too Large: the body exceeds the size limit")
 			return
 		}
-		httpError(w, http.StatusBadRequest, protocol.CodeParseError, "Bad Request: could not read the body")
+		httpx.HTTPError(w, http.StatusBadRequest, protocol.CodeParseError, "Bad Request: could not read the body")
 		return
 	}
-	setReadDeadline(w, time.Time{})
+	httpx.SetReadDeadline(w, time.Time{})
 	msg, err := protocol.Decode(body, f.opts.MaxDepth)
 	if err != nil {
 		var de *protocol.DecodeError
 		if errors.As(err, &de) {
-			writeError(w, http.StatusBadRequest, de.ID, de.Err)
+			httpx.WriteError(w, http.StatusBadRequest, de.ID, de.Err)
 			return
 		}
-		httpError(w, http.StatusBadRequest, protocol.CodeParseError, "parse error")
+		httpx.HTTPError(w, http.StatusBadRequest, protocol.CodeParseError, "parse error")
 		return
 	}
 	if err := f.checkSizes(msg, body); err != nil {
@@ -132,18 +133,18 @@ func (f *Frontend) servePost(w http.ResponseWriter, r *http.Request) {
 		if f.opts.MaxStringBytes > 0 && len(id.Str()) > f.opts.MaxStringBytes {
 			id = protocol.ID{} // the id itself is what is too long: not echoed
 		}
-		writeError(w, http.StatusBadRequest, id, protocol.NewError(protocol.CodeInvalidRequest, "invalid request: %v", err))
+		httpx.WriteError(w, http.StatusBadRequest, id, protocol.NewError(protocol.CodeInvalidRequest, "invalid request: %v", err))
 		return
 	}
 	if msg.Kind() == protocol.KindResponse {
-		setMethod(w, "response")
+		httpx.SetMethod(w, "response")
 	} else {
-		setMethod(w, msg.Method)
+		httpx.SetMethod(w, msg.Method)
 	}
 	var head protocol.ParamsHead
 	if msg.Params != nil {
 		if err := json.Unmarshal(msg.Params, &head); err != nil {
-			writeError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: %v", err))
+			httpx.WriteError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: %v", err))
 			return
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/httpx"
 	"github.com/mcpfleet/mcpfleet/pkg/listen"
 )
 
@@ -134,7 +135,7 @@ func (h *hub) adopt(w http.ResponseWriter, r *http.Request, ls *listen.ListenStr
 	}
 	_ = conn.SetWriteDeadline(time.Time{}) // the writers never wait (tryWrite)
 	s.buf = s.buf[:0]
-	s.gauge = h.f.metrics.streamOpened("listen")
+	s.gauge = h.f.metrics.StreamOpened("listen")
 	h.f.active.Add(1) // Shutdown waits for the final results
 	h.mu.Lock()
 	h.streams[s] = struct{}{}
@@ -149,7 +150,7 @@ func (h *hub) adopt(w http.ResponseWriter, r *http.Request, ls *listen.ListenStr
 // can hand over its connection. Wrappers that delegate Hijack without
 // checking (gin's) would fail, or worse, only once called.
 func canHijack(w http.ResponseWriter) bool {
-	_, ok := innermost(w).(http.Hijacker)
+	_, ok := httpx.Innermost(w).(http.Hijacker)
 	return ok
 }
 
@@ -416,7 +417,7 @@ func (h *hub) remove(s *hubStream, slow bool) {
 	_ = s.conn.Close()
 	s.ls.Close()
 	if slow {
-		h.f.metrics.droppedStream("listen")
+		h.f.metrics.DroppedStream("listen")
 	}
 	s.gauge()
 	h.f.active.Done()

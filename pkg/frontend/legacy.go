@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/httpx"
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
 	"github.com/mcpfleet/mcpfleet/pkg/listen"
 	"github.com/mcpfleet/mcpfleet/pkg/mcp"
@@ -77,7 +78,7 @@ func (f *Frontend) sessionVersionOK(w http.ResponseWriter, r *http.Request, id p
 			e = protocol.NewError(protocol.CodeInvalidRequest, "Bad Request: a session's requests carry the MCP-Protocol-Version it negotiated in initialize, not %q: "+modern, v)
 		}
 	}
-	writeError(w, http.StatusBadRequest, id, e)
+	httpx.WriteError(w, http.StatusBadRequest, id, e)
 	return false
 }
 
@@ -105,12 +106,12 @@ func (f *Frontend) loadSession(w http.ResponseWriter, r *http.Request, id protoc
 func (f *Frontend) loadSessionFor(w http.ResponseWriter, r *http.Request, id protocol.ID, c *claim) (*sessionstore.Session, bool) {
 	sid := r.Header.Get(hdrSessionID)
 	if sid == "" {
-		writeError(w, http.StatusBadRequest, id, protocol.NewError(protocol.CodeInvalidRequest,
+		httpx.WriteError(w, http.StatusBadRequest, id, protocol.NewError(protocol.CodeInvalidRequest,
 			"Bad Request: Mcp-Session-Id header is required (send initialize first)"))
 		return nil, false
 	}
 	if !sessionstore.ValidID(sid) {
-		writeError(w, http.StatusNotFound, id, protocol.NewError(codeSessionNotFound, "Session not found"))
+		httpx.WriteError(w, http.StatusNotFound, id, protocol.NewError(codeSessionNotFound, "Session not found"))
 		return nil, false
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
@@ -127,21 +128,21 @@ func (f *Frontend) loadSessionFor(w http.ResponseWriter, r *http.Request, id pro
 	}
 	switch {
 	case errors.Is(err, sessionstore.ErrInFlight):
-		writeError(w, http.StatusOK, id, protocol.NewError(protocol.CodeInvalidRequest,
+		httpx.WriteError(w, http.StatusOK, id, protocol.NewError(protocol.CodeInvalidRequest,
 			"invalid request: request id %s is already in use by a request in flight in this session", id))
 		return nil, false
 	case errors.Is(err, sessionstore.ErrNotFound):
-		writeError(w, http.StatusNotFound, id, protocol.NewError(codeSessionNotFound, "Session not found"))
+		httpx.WriteError(w, http.StatusNotFound, id, protocol.NewError(codeSessionNotFound, "Session not found"))
 		return nil, false
 	case err != nil:
 		f.log.Error("frontend: loading a session", "err", err)
-		writeError(w, http.StatusServiceUnavailable, id, protocol.NewError(protocol.CodeInternalError, "session store unavailable; retry"))
+		httpx.WriteError(w, http.StatusServiceUnavailable, id, protocol.NewError(protocol.CodeInternalError, "session store unavailable; retry"))
 		return nil, false
 	}
 	if s.Principal != principalOf(r) {
 		// Another principal's session does not exist for this caller.
 		f.release(c)
-		writeError(w, http.StatusNotFound, id, protocol.NewError(codeSessionNotFound, "Session not found"))
+		httpx.WriteError(w, http.StatusNotFound, id, protocol.NewError(codeSessionNotFound, "Session not found"))
 		return nil, false
 	}
 	return s, true
@@ -165,26 +166,26 @@ func (f *Frontend) initialize(w http.ResponseWriter, r *http.Request, msg *proto
 		if _, ok := f.loadSession(w, r, msg.ID); !ok {
 			return
 		}
-		writeError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidRequest,
+		httpx.WriteError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidRequest,
 			"Invalid Request: the session is already initialized"))
 		return
 	}
 	var p protocol.InitializeParams
 	if msg.Params == nil {
-		writeError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: initialize requires params"))
+		httpx.WriteError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: initialize requires params"))
 		return
 	}
 	if f.opts.MaxInitializeBytes > 0 && len(msg.Params) > f.opts.MaxInitializeBytes {
-		writeError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams,
+		httpx.WriteError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams,
 			"invalid params: initialize params of %d bytes, over the %d the server keeps for a session (capabilities and clientInfo)", len(msg.Params), f.opts.MaxInitializeBytes))
 		return
 	}
 	if err := json.Unmarshal(msg.Params, &p); err != nil {
-		writeError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: %v", err))
+		httpx.WriteError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: %v", err))
 		return
 	}
 	if e := p.Validate(); e != nil {
-		writeError(w, http.StatusBadRequest, msg.ID, e)
+		httpx.WriteError(w, http.StatusBadRequest, msg.ID, e)
 		return
 	}
 	principal := principalOf(r)
@@ -232,7 +233,7 @@ func (f *Frontend) initialize(w http.ResponseWriter, r *http.Request, msg *proto
 				return err
 			}
 			sid = s.ID
-			f.metrics.session("created")
+			f.metrics.Session("created")
 			return nil
 		},
 		respond: func(_ []byte, h http.Header) int {
@@ -252,7 +253,7 @@ func (f *Frontend) initialize(w http.ResponseWriter, r *http.Request, msg *proto
 		}
 		h := http.Header{}
 		status := spec.respond(resp, h)
-		writeJSON(w, status, resp, func(hh http.Header) {
+		httpx.WriteJSON(w, status, resp, func(hh http.Header) {
 			for k, v := range h {
 				hh[k] = v
 			}
@@ -265,10 +266,10 @@ func (f *Frontend) initialize(w http.ResponseWriter, r *http.Request, msg *proto
 func (f *Frontend) legacyRequest(w http.ResponseWriter, r *http.Request, sess *sessionstore.Session, msg *protocol.Message, head *protocol.ParamsHead, body []byte, c *claim) {
 	switch {
 	case !protocol.IsEraMethod(protocol.EraLegacy, msg.Method):
-		writeError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeMethodNotFound, "method not found: %q", msg.Method))
+		httpx.WriteError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeMethodNotFound, "method not found: %q", msg.Method))
 		return
 	case msg.Method == protocol.MethodPing:
-		writeJSON(w, http.StatusOK, protocol.AppendResponse(nil, msg.ID, []byte("{}")), nil)
+		httpx.WriteJSON(w, http.StatusOK, protocol.AppendResponse(nil, msg.ID, []byte("{}")), nil)
 		return
 	case msg.Method == protocol.MethodLoggingSetLevel:
 		var p protocol.SetLevelParams
@@ -276,25 +277,25 @@ func (f *Frontend) legacyRequest(w http.ResponseWriter, r *http.Request, sess *s
 			_ = json.Unmarshal(msg.Params, &p)
 		}
 		if !p.Level.Valid() {
-			writeError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: unknown logging level %q", p.Level))
+			httpx.WriteError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: unknown logging level %q", p.Level))
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
 		defer cancel()
 		if err := f.opts.Store.Update(ctx, sess.ID, sessionstore.Patch{LogLevel: &p.Level}); err != nil {
 			if errors.Is(err, sessionstore.ErrNotFound) {
-				writeError(w, http.StatusNotFound, msg.ID, protocol.NewError(codeSessionNotFound, "Session not found"))
+				httpx.WriteError(w, http.StatusNotFound, msg.ID, protocol.NewError(codeSessionNotFound, "Session not found"))
 				return
 			}
-			writeError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "session store unavailable; retry"))
+			httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "session store unavailable; retry"))
 			return
 		}
-		writeJSON(w, http.StatusOK, protocol.AppendResponse(nil, msg.ID, []byte("{}")), nil)
+		httpx.WriteJSON(w, http.StatusOK, protocol.AppendResponse(nil, msg.ID, []byte("{}")), nil)
 		return
 	}
 	if resp, ok := f.answerFromCatalog(protocol.EraLegacy, msg, nil); ok {
 		f.release(c)
-		writeJSON(w, http.StatusOK, resp, nil)
+		httpx.WriteJSON(w, http.StatusOK, resp, nil)
 		return
 	}
 	if legacyTaskMethod(msg.Method) {
@@ -309,13 +310,13 @@ func (f *Frontend) legacyRequest(w http.ResponseWriter, r *http.Request, sess *s
 	rt := f.routeFor(protocol.EraLegacy, msg.Method, head, msg.Params)
 	if rt.local != nil {
 		f.release(c)
-		writeError(w, http.StatusOK, msg.ID, rt.local)
+		httpx.WriteError(w, http.StatusOK, msg.ID, rt.local)
 		return
 	}
 	if msg.Method == protocol.MethodResourcesSubscribe {
 		if e := f.subscriptionRoom(r, sess.ID, head); e != nil {
 			f.release(c)
-			writeError(w, http.StatusOK, msg.ID, e)
+			httpx.WriteError(w, http.StatusOK, msg.ID, e)
 			return
 		}
 	}
@@ -403,7 +404,7 @@ func (f *Frontend) clientAnswer(w http.ResponseWriter, r *http.Request, sess *se
 	}
 	worker, ok := bus.ParseServerRequestID(msg.ID)
 	if !ok {
-		httpError(w, http.StatusBadRequest, protocol.CodeInvalidRequest, "Bad Request: the response does not answer a request of this server")
+		httpx.HTTPError(w, http.StatusBadRequest, protocol.CodeInvalidRequest, "Bad Request: the response does not answer a request of this server")
 		return
 	}
 	data, err := bus.EncodeAnswer(&bus.ClientAnswer{Session: sess.ID}, body)
@@ -411,7 +412,7 @@ func (f *Frontend) clientAnswer(w http.ResponseWriter, r *http.Request, sess *se
 		err = f.nc.Publish(f.subj.WorkerInbox(worker), data)
 	}
 	if err != nil {
-		httpError(w, http.StatusServiceUnavailable, protocol.CodeInternalError, "message bus unavailable; retry")
+		httpx.HTTPError(w, http.StatusServiceUnavailable, protocol.CodeInternalError, "message bus unavailable; retry")
 		return
 	}
 	w.WriteHeader(http.StatusAccepted)

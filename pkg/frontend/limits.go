@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/httpx"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
 )
@@ -97,7 +98,7 @@ func (l *limiter) allow(key string, rate float64, burst int, now time.Time) (boo
 func tooMany(w http.ResponseWriter, id protocol.ID, retryAfter time.Duration, msg string) {
 	secs := int(retryAfter.Seconds() + 0.999)
 	w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
-	writeError(w, http.StatusTooManyRequests, id, protocol.NewError(protocol.CodeInternalError, "%s", msg))
+	httpx.WriteError(w, http.StatusTooManyRequests, id, protocol.NewError(protocol.CodeInternalError, "%s", msg))
 }
 
 // rateLimited applies the principal's rate limit; it writes the 429 and
@@ -273,11 +274,11 @@ func (f *Frontend) sessionNotCreated(w http.ResponseWriter, id protocol.ID, err 
 	case errors.Is(err, sessionstore.ErrFull):
 		f.log.Warn("frontend: the session store is full: initialize refused")
 		w.Header().Set("Retry-After", "60")
-		writeError(w, http.StatusServiceUnavailable, id, protocol.NewError(protocol.CodeInternalError,
+		httpx.WriteError(w, http.StatusServiceUnavailable, id, protocol.NewError(protocol.CodeInternalError,
 			"Service Unavailable: the server holds the most sessions it may; retry later"))
 	default:
 		f.log.Error("frontend: creating a session", "err", err)
-		writeError(w, http.StatusServiceUnavailable, id, protocol.NewError(protocol.CodeInternalError, "could not create the session; retry"))
+		httpx.WriteError(w, http.StatusServiceUnavailable, id, protocol.NewError(protocol.CodeInternalError, "could not create the session; retry"))
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/httpx"
 	"github.com/mcpfleet/mcpfleet/pkg/listen"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
@@ -18,7 +19,7 @@ import (
 func (f *Frontend) postModern(w http.ResponseWriter, r *http.Request, msg *protocol.Message, head *protocol.ParamsHead, body []byte) {
 	switch msg.Kind() {
 	case protocol.KindResponse:
-		httpError(w, http.StatusBadRequest, protocol.CodeInvalidRequest, "Bad Request: clients must not send JSON-RPC responses in 2026-07-28")
+		httpx.HTTPError(w, http.StatusBadRequest, protocol.CodeInvalidRequest, "Bad Request: clients must not send JSON-RPC responses in 2026-07-28")
 		return
 	case protocol.KindNotification:
 		w.WriteHeader(http.StatusAccepted)
@@ -27,15 +28,15 @@ func (f *Frontend) postModern(w http.ResponseWriter, r *http.Request, msg *proto
 	// An unknown or legacy-only method is 404 whatever else is wrong with
 	// the request (SDKs send logging/setLevel without modern _meta).
 	if !protocol.IsEraMethod(protocol.EraModern, msg.Method) {
-		writeError(w, http.StatusNotFound, msg.ID, protocol.NewError(protocol.CodeMethodNotFound, "method not found: %q", msg.Method))
+		httpx.WriteError(w, http.StatusNotFound, msg.ID, protocol.NewError(protocol.CodeMethodNotFound, "method not found: %q", msg.Method))
 		return
 	}
 	if e := checkModernMeta(r, head); e != nil {
-		writeError(w, modernStatus(e.Code), msg.ID, e)
+		httpx.WriteError(w, modernStatus(e.Code), msg.ID, e)
 		return
 	}
 	if e := checkModernHeaders(r, msg, head); e != nil {
-		writeError(w, http.StatusBadRequest, msg.ID, e)
+		httpx.WriteError(w, http.StatusBadRequest, msg.ID, e)
 		return
 	}
 	if msg.Method == protocol.MethodSubscriptionsListen {
@@ -58,14 +59,14 @@ func (f *Frontend) postModern(w http.ResponseWriter, r *http.Request, msg *proto
 		switch {
 		case errors.Is(err, sessionstore.ErrFull):
 			w.Header().Set("Retry-After", "60")
-			writeError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "Service Unavailable: too many multi-round requests in flight; retry later"))
+			httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "Service Unavailable: too many multi-round requests in flight; retry later"))
 			return
 		case errors.Is(err, sessionstore.ErrUsed):
-			writeError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: this requestState was already used"))
+			httpx.WriteError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: this requestState was already used"))
 			return
 		case err != nil:
 			f.log.Error("frontend: recording a requestState", "err", err)
-			writeError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "store unavailable; retry"))
+			httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "store unavailable; retry"))
 			return
 		}
 	}
@@ -74,7 +75,7 @@ func (f *Frontend) postModern(w http.ResponseWriter, r *http.Request, msg *proto
 		if code, isErr := responseErrorCode(resp); isErr && code != protocol.CodeInvalidParams {
 			status = modernStatus(code)
 		}
-		writeJSON(w, status, resp, nil)
+		httpx.WriteJSON(w, status, resp, nil)
 		return
 	}
 	if msg.Method == protocol.MethodToolsCall && !f.toolScopesOK(w, r, msg, head.Name) {
@@ -82,7 +83,7 @@ func (f *Frontend) postModern(w http.ResponseWriter, r *http.Request, msg *proto
 	}
 	rt := f.routeFor(protocol.EraModern, msg.Method, head, msg.Params)
 	if rt.local != nil {
-		writeError(w, http.StatusOK, msg.ID, rt.local)
+		httpx.WriteError(w, http.StatusOK, msg.ID, rt.local)
 		return
 	}
 	f.forward(w, r, &forwardSpec{era: protocol.EraModern, msg: msg, subject: rt.subject, params: paramHeaders(r)})
@@ -201,7 +202,7 @@ func modernStatus(code int64) int {
 func (f *Frontend) serveListen(w http.ResponseWriter, r *http.Request, msg *protocol.Message, head *protocol.ParamsHead) {
 	var p protocol.ListenParams
 	if err := json.Unmarshal(msg.Params, &p); err != nil || p.Notifications == nil {
-		writeError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: params.notifications (a SubscriptionFilter) is required"))
+		httpx.WriteError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: params.notifications (a SubscriptionFilter) is required"))
 		return
 	}
 	for _, e := range []*protocol.Error{
@@ -209,7 +210,7 @@ func (f *Frontend) serveListen(w http.ResponseWriter, r *http.Request, msg *prot
 		checkFilterList("taskIds", p.Notifications.TaskIDs, maxTaskIDLen),
 	} {
 		if e != nil {
-			writeError(w, http.StatusBadRequest, msg.ID, e)
+			httpx.WriteError(w, http.StatusBadRequest, msg.ID, e)
 			return
 		}
 	}
@@ -222,7 +223,7 @@ func (f *Frontend) serveListen(w http.ResponseWriter, r *http.Request, msg *prot
 		owned, err := f.ownTasks(r, filter.TaskIDs)
 		if err != nil {
 			f.log.Warn("frontend: checking a listen stream's tasks", "err", err)
-			writeError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "store unavailable; retry"))
+			httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "store unavailable; retry"))
 			return
 		}
 		filter.TaskIDs = owned
@@ -230,24 +231,24 @@ func (f *Frontend) serveListen(w http.ResponseWriter, r *http.Request, msg *prot
 	ls, err := f.reg.OpenListen(clientKey(r), msg.ID, filter)
 	switch {
 	case errors.Is(err, listen.ErrTooMany):
-		writeError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "too many listen streams on this server; retry later"))
+		httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "too many listen streams on this server; retry later"))
 		return
 	case errors.Is(err, listen.ErrTooManyForClient):
 		tooMany(w, msg.ID, 5*time.Second, "Too Many Requests: too many listen streams for this principal")
 		return
 	case errors.Is(err, listen.ErrDuplicate):
-		writeError(w, http.StatusConflict, msg.ID, protocol.NewError(protocol.CodeInvalidRequest, "invalid request: a listen stream with subscription id %s is already open", msg.ID))
+		httpx.WriteError(w, http.StatusConflict, msg.ID, protocol.NewError(protocol.CodeInvalidRequest, "invalid request: a listen stream with subscription id %s is already open", msg.ID))
 		return
 	case err != nil:
 		f.log.Warn("frontend: opening a listen stream", "err", err)
-		writeError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "could not open the stream; retry"))
+		httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "could not open the stream; retry"))
 		return
 	}
 	if f.hub.adopt(w, r, ls) {
 		return // the hub owns the connection and the stream now
 	}
 	defer ls.Close()
-	defer f.metrics.streamOpened("listen")()
+	defer f.metrics.StreamOpened("listen")()
 	sse := startSSE(w, f.opts.WriteTimeout, nil)
 	if err := sse.event("", ls.Ack()); err != nil {
 		return
@@ -263,7 +264,7 @@ func (f *Frontend) serveListen(w http.ResponseWriter, r *http.Request, msg *prot
 		case m := <-ls.C():
 			if err := sse.event("", m); err != nil {
 				if slowWrite(err) || ls.Reason() == listen.ReasonSlow {
-					f.metrics.droppedStream("listen")
+					f.metrics.DroppedStream("listen")
 				}
 				return
 			}
@@ -278,7 +279,7 @@ func (f *Frontend) serveListen(w http.ResponseWriter, r *http.Request, msg *prot
 			case listen.ReasonShutdown:
 				_ = sse.event("", ls.Final())
 			case listen.ReasonSlow:
-				f.metrics.droppedStream("listen")
+				f.metrics.DroppedStream("listen")
 			}
 			return
 		case <-f.shutdown:

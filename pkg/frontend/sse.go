@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/httpx"
 )
 
 // sseWriter writes Server-Sent Events with a write deadline per flush.
@@ -33,7 +35,7 @@ func startSSE(w http.ResponseWriter, timeout time.Duration, extra func(http.Head
 	// failed write: http.ResponseController stops at a wrapper that is an
 	// http.Flusher (gin's) and its Flush swallows the error.
 	_ = http.NewResponseController(w).Flush()
-	return &sseWriter{w: w, rc: http.NewResponseController(innermost(w)), timeout: timeout}
+	return &sseWriter{w: w, rc: http.NewResponseController(httpx.Innermost(w)), timeout: timeout}
 }
 
 // event writes one event: an optional id, then data (one data: line per
@@ -163,29 +165,4 @@ func (c *clientWriter) send(b []byte) bool {
 func (c *clientWriter) stop() {
 	close(c.q)
 	<-c.done
-}
-
-// innermost follows w's Unwrap chain to the writer net/http made.
-func innermost(w http.ResponseWriter) http.ResponseWriter {
-	for {
-		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
-		if !ok {
-			return w
-		}
-		w = u.Unwrap()
-	}
-}
-
-// setWriteDeadline and setReadDeadline set a deadline on the connection
-// under w, as http.ResponseController does, without allocating one.
-func setWriteDeadline(w http.ResponseWriter, t time.Time) {
-	if d, ok := innermost(w).(interface{ SetWriteDeadline(time.Time) error }); ok {
-		_ = d.SetWriteDeadline(t)
-	}
-}
-
-func setReadDeadline(w http.ResponseWriter, t time.Time) {
-	if d, ok := innermost(w).(interface{ SetReadDeadline(time.Time) error }); ok {
-		_ = d.SetReadDeadline(t)
-	}
 }

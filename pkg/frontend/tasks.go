@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/httpx"
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 	"github.com/mcpfleet/mcpfleet/pkg/tasks"
@@ -80,16 +81,16 @@ func (f *Frontend) stopTaskWriter(ctx context.Context) {
 // anything else is looked at); an unknown task is -32602.
 func (f *Frontend) serveTask(w http.ResponseWriter, r *http.Request, msg *protocol.Message, head *protocol.ParamsHead) {
 	if !protocol.DeclaresTasks(head.Meta.ClientCapabilities) {
-		writeError(w, http.StatusBadRequest, msg.ID, protocol.TasksRequired(msg.Method))
+		httpx.WriteError(w, http.StatusBadRequest, msg.ID, protocol.TasksRequired(msg.Method))
 		return
 	}
 	var p protocol.UpdateTaskParams
 	if err := json.Unmarshal(msg.Params, &p); err != nil {
-		writeError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: %v", err))
+		httpx.WriteError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: %v", err))
 		return
 	}
 	if p.TaskID == "" {
-		writeError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: %s needs a taskId", msg.Method))
+		httpx.WriteError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: %s needs a taskId", msg.Method))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), taskTimeout)
@@ -138,19 +139,19 @@ func (f *Frontend) serveTask(w http.ResponseWriter, r *http.Request, msg *protoc
 	}
 	switch {
 	case errors.Is(err, tasks.ErrNotFound):
-		writeError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: unknown task %q", p.TaskID))
+		httpx.WriteError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: unknown task %q", p.TaskID))
 		return
 	case err != nil:
 		f.log.Error("frontend: task store", "method", msg.Method, "err", err)
-		writeError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "task store unavailable; retry"))
+		httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "task store unavailable; retry"))
 		return
 	}
 	raw, err := json.Marshal(res)
 	if err != nil {
-		writeError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInternalError, "internal error"))
+		httpx.WriteError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInternalError, "internal error"))
 		return
 	}
-	writeJSON(w, http.StatusOK, protocol.AppendResponse(nil, msg.ID, raw), nil)
+	httpx.WriteJSON(w, http.StatusOK, protocol.AppendResponse(nil, msg.ID, raw), nil)
 }
 
 // taskChanged announces a task's new state to the listen streams that
@@ -234,7 +235,7 @@ func (f *Frontend) legacyTaskList(w http.ResponseWriter, r *http.Request, sessio
 	var p protocol.PaginatedParams
 	if len(msg.Params) > 0 {
 		if err := json.Unmarshal(msg.Params, &p); err != nil {
-			writeError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: %v", err))
+			httpx.WriteError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: %v", err))
 			return
 		}
 	}
@@ -242,7 +243,7 @@ func (f *Frontend) legacyTaskList(w http.ResponseWriter, r *http.Request, sessio
 	if p.Cursor != nil {
 		n, err := strconv.Atoi(*p.Cursor)
 		if err != nil || n < 0 {
-			writeError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: bad cursor"))
+			httpx.WriteError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: bad cursor"))
 			return
 		}
 		from = n
@@ -269,7 +270,7 @@ func (f *Frontend) legacyTaskList(w http.ResponseWriter, r *http.Request, sessio
 	if i < len(ids) {
 		res.NextCursor = strconv.Itoa(i)
 	}
-	writeResult(w, msg.ID, res)
+	httpx.WriteResult(w, msg.ID, res)
 }
 
 // taskRequestID is the id of a server-to-client request asking for a
@@ -298,7 +299,7 @@ func (f *Frontend) legacyTask(w http.ResponseWriter, r *http.Request, sessionID 
 	}
 	var p protocol.TaskParams
 	if err := json.Unmarshal(msg.Params, &p); err != nil || p.TaskID == "" {
-		writeError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: %s needs a taskId", msg.Method))
+		httpx.WriteError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: %s needs a taskId", msg.Method))
 		return
 	}
 	principal := tasks.SessionPrincipal(sessionID)
@@ -332,7 +333,7 @@ func (f *Frontend) legacyTask(w http.ResponseWriter, r *http.Request, sessionID 
 			return cancelled
 		})
 		if err == nil && !cancelled {
-			writeError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: task %q is already %s", p.TaskID, rec.Status))
+			httpx.WriteError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: task %q is already %s", p.TaskID, rec.Status))
 			return
 		}
 		if err == nil {
@@ -343,7 +344,7 @@ func (f *Frontend) legacyTask(w http.ResponseWriter, r *http.Request, sessionID 
 	if !f.taskStoreErr(w, msg, p.TaskID, err) {
 		return
 	}
-	writeResult(w, msg.ID, &protocol.LegacyTaskResult{LegacyTask: rec.Task.Legacy()})
+	httpx.WriteResult(w, msg.ID, &protocol.LegacyTaskResult{LegacyTask: rec.Task.Legacy()})
 }
 
 // taskStoreErr writes the error for err (unknown task: -32602; store
@@ -353,21 +354,12 @@ func (f *Frontend) taskStoreErr(w http.ResponseWriter, msg *protocol.Message, ta
 	case err == nil:
 		return true
 	case errors.Is(err, tasks.ErrNotFound):
-		writeError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: unknown task %q", taskID))
+		httpx.WriteError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: unknown task %q", taskID))
 	default:
 		f.log.Error("frontend: task store", "method", msg.Method, "err", err)
-		writeError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "task store unavailable; retry"))
+		httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "task store unavailable; retry"))
 	}
 	return false
-}
-
-func writeResult(w http.ResponseWriter, id protocol.ID, res any) {
-	raw, err := json.Marshal(res)
-	if err != nil {
-		writeError(w, http.StatusOK, id, protocol.NewError(protocol.CodeInternalError, "internal error"))
-		return
-	}
-	writeJSON(w, http.StatusOK, protocol.AppendResponse(nil, id, raw), nil)
 }
 
 // legacyTaskResult is tasks/result: it waits (up to the request timeout)
@@ -379,7 +371,7 @@ func (f *Frontend) legacyTaskResult(w http.ResponseWriter, r *http.Request, msg 
 	changes := make(chan *nats.Msg, 16)
 	sub, err := f.nc.ChanSubscribe(f.subj.TaskEvent(taskID), changes)
 	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "message bus unavailable; retry"))
+		httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "message bus unavailable; retry"))
 		return
 	}
 	defer func() { _ = sub.Unsubscribe() }()
@@ -407,7 +399,7 @@ func (f *Frontend) legacyTaskResult(w http.ResponseWriter, r *http.Request, msg 
 		if rec.Status.Terminal() {
 			out := legacyTaskOutcome(msg.ID, rec)
 			if sse == nil {
-				writeJSON(w, http.StatusOK, out, nil)
+				httpx.WriteJSON(w, http.StatusOK, out, nil)
 			} else {
 				_ = sse.event("", out)
 			}
@@ -431,7 +423,7 @@ func (f *Frontend) legacyTaskResult(w http.ResponseWriter, r *http.Request, msg 
 		case <-deadline.C:
 			e := protocol.NewError(protocol.CodeInternalError, "task %q is still %s; call tasks/result again", taskID, rec.Status)
 			if sse == nil {
-				writeError(w, http.StatusOK, msg.ID, e)
+				httpx.WriteError(w, http.StatusOK, msg.ID, e)
 			} else {
 				_ = sse.event("", protocol.AppendErrorResponse(nil, msg.ID, e))
 			}
@@ -513,10 +505,10 @@ func (f *Frontend) legacyTaskAnswer(w http.ResponseWriter, r *http.Request, sess
 	}
 	switch {
 	case errors.Is(err, tasks.ErrNotFound):
-		httpError(w, http.StatusNotFound, protocol.CodeInvalidParams, "unknown task")
+		httpx.HTTPError(w, http.StatusNotFound, protocol.CodeInvalidParams, "unknown task")
 		return true
 	case err != nil:
-		httpError(w, http.StatusServiceUnavailable, protocol.CodeInternalError, "task store unavailable; retry")
+		httpx.HTTPError(w, http.StatusServiceUnavailable, protocol.CodeInternalError, "task store unavailable; retry")
 		return true
 	}
 	if accepted != nil || failed {

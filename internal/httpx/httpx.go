@@ -1,0 +1,138 @@
+// Package httpx holds the small HTTP answering helpers the frontend's
+// parts share: JSON and JSON-RPC error answers bounded by a write
+// deadline, connection deadlines reached through wrapped writers, and the
+// annotation of an exchange's method and outcome for the metrics.
+package httpx
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/pkg/protocol"
+)
+
+// AnswerWriteTimeout bounds the write of a JSON answer: a client that
+// does not take it within that time loses its connection, so an unread
+// answer is not held.
+const AnswerWriteTimeout = 10 * time.Second
+
+// WriteJSON writes a JSON body with status, within AnswerWriteTimeout.
+// extra, when non-nil, adds headers before the status is written.
+func WriteJSON(w http.ResponseWriter, status int, body []byte, extra func(http.Header)) {
+	SetWriteDeadline(w, time.Now().Add(AnswerWriteTimeout))
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if extra != nil {
+		extra(h)
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// WriteError writes a JSON-RPC error response with an HTTP status; a 200
+// marks the exchange's outcome "error".
+func WriteError(w http.ResponseWriter, status int, id protocol.ID, e *protocol.Error) {
+	if status == http.StatusOK {
+		SetOutcome(w, "error")
+	}
+	WriteJSON(w, status, protocol.AppendErrorResponse(nil, id, e), nil)
+}
+
+// HTTPError writes a transport-level error: an HTTP status with a JSON-RPC
+// error body that has no id.
+func HTTPError(w http.ResponseWriter, status int, code int64, msg string) {
+	WriteError(w, status, protocol.ID{}, protocol.NewError(code, "%s", msg))
+}
+
+// WriteResult writes a JSON-RPC success response with result res (200); a
+// result that does not marshal is answered -32603.
+func WriteResult(w http.ResponseWriter, id protocol.ID, res any) {
+	raw, err := json.Marshal(res)
+	if err != nil {
+		WriteError(w, http.StatusOK, id, protocol.NewError(protocol.CodeInternalError, "internal error"))
+		return
+	}
+	WriteJSON(w, http.StatusOK, protocol.AppendResponse(nil, id, raw), nil)
+}
+
+// Innermost follows w's Unwrap chain to the writer net/http made.
+func Innermost(w http.ResponseWriter) http.ResponseWriter {
+	for {
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return w
+		}
+		w = u.Unwrap()
+	}
+}
+
+// SetWriteDeadline and SetReadDeadline set a deadline on the connection
+// under w, as http.ResponseController does, without allocating one.
+func SetWriteDeadline(w http.ResponseWriter, t time.Time) {
+	if d, ok := Innermost(w).(interface{ SetWriteDeadline(time.Time) error }); ok {
+		_ = d.SetWriteDeadline(t)
+	}
+}
+
+// SetReadDeadline: see SetWriteDeadline.
+func SetReadDeadline(w http.ResponseWriter, t time.Time) {
+	if d, ok := Innermost(w).(interface{ SetReadDeadline(time.Time) error }); ok {
+		_ = d.SetReadDeadline(t)
+	}
+}
+
+// Recorder wraps the ResponseWriter of one exchange to learn its method,
+// status and outcome for the metrics. Unwrap keeps http.ResponseController
+// (flush, write deadlines) working through it.
+type Recorder struct {
+	http.ResponseWriter
+	Method  string
+	status  int
+	outcome string
+}
+
+func (r *Recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *Recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap returns the wrapped writer.
+func (r *Recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// Result is the outcome label: the one set with SetOutcome, else one
+// derived from the status written.
+func (r *Recorder) Result() string {
+	switch {
+	case r.outcome != "":
+		return r.outcome
+	case r.status >= 500:
+		return "unavailable"
+	case r.status >= 400:
+		return "rejected"
+	}
+	return "ok"
+}
+
+// SetMethod and SetOutcome annotate the exchange behind w (no-ops when w is
+// not a *Recorder).
+func SetMethod(w http.ResponseWriter, method string) {
+	if r, ok := w.(*Recorder); ok {
+		r.Method = method
+	}
+}
+
+func SetOutcome(w http.ResponseWriter, outcome string) {
+	if r, ok := w.(*Recorder); ok {
+		r.outcome = outcome
+	}
+}

@@ -1,0 +1,138 @@
+// Package metrics holds a frontend's Prometheus metrics.
+package metrics
+
+import (
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/pkg/protocol"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are a frontend's Prometheus metrics. Create them with New
+// and pass them in frontend.Options.Metrics; a nil *Metrics records nothing.
+type Metrics struct {
+	requests   *prometheus.CounterVec
+	duration   *prometheus.HistogramVec
+	inflight   prometheus.Gauge
+	streams    *prometheus.GaugeVec
+	dropped    *prometheus.CounterVec
+	busRTT     prometheus.Histogram
+	sessions   *prometheus.CounterVec
+	sessionsFn prometheus.GaugeFunc
+}
+
+// New creates the metrics and registers them on reg. sessions, when
+// non-nil, reports the number of live sessions (the memory store's Len).
+func New(reg prometheus.Registerer, sessions func() int) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcpfleet_frontend_requests_total",
+			Help: "MCP messages received, by JSON-RPC method and outcome (ok, error, rejected, cancelled, client_gone, timeout, worker_lost, no_worker, unavailable).",
+		}, []string{"method", "outcome"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "mcpfleet_frontend_request_duration_seconds",
+			Help:    "Time from receiving a request to its final answer, by method.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"method"}),
+		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "mcpfleet_frontend_inflight_requests",
+			Help: "HTTP exchanges on the MCP endpoint in progress (streams included).",
+		}),
+		streams: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "mcpfleet_frontend_open_streams",
+			Help: "Open SSE streams by kind: post (a request's response stream), get (legacy GET), listen (subscriptions/listen), resume (Last-Event-ID).",
+		}, []string{"kind"}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcpfleet_frontend_dropped_streams_total",
+			Help: "Streams closed because their reader fell behind (bounded buffer overflow), by kind.",
+		}, []string{"kind"}),
+		busRTT: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "mcpfleet_frontend_bus_roundtrip_seconds",
+			Help:    "Time from publishing a request on the bus to its first frame from a worker.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
+		}),
+		sessions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcpfleet_frontend_sessions_total",
+			Help: "Legacy sessions created and deleted through this frontend.",
+		}, []string{"event"}),
+	}
+	reg.MustRegister(m.requests, m.duration, m.inflight, m.streams, m.dropped, m.busRTT, m.sessions)
+	if sessions != nil {
+		m.sessionsFn = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "mcpfleet_sessions",
+			Help: "Live legacy sessions in the store.",
+		}, func() float64 { return float64(sessions()) })
+		reg.MustRegister(m.sessionsFn)
+	}
+	return m
+}
+
+// knownMethods bounds the method label's values.
+var knownMethods = func() map[string]bool {
+	m := map[string]bool{}
+	for _, era := range []protocol.Era{protocol.EraLegacy, protocol.EraModern} {
+		for _, k := range protocol.EraMethods(era) {
+			m[k] = true
+		}
+	}
+	for _, n := range []string{protocol.NotificationInitialized, protocol.NotificationCancelled, protocol.NotificationRootsListChanged, "response", "GET", "DELETE"} {
+		m[n] = true
+	}
+	return m
+}()
+
+func methodLabel(method string) string {
+	if knownMethods[method] {
+		return method
+	}
+	return "other"
+}
+
+// Observe records one finished exchange.
+func (m *Metrics) Observe(method, outcome string, start time.Time) {
+	if m == nil {
+		return
+	}
+	method = methodLabel(method)
+	m.requests.WithLabelValues(method, outcome).Inc()
+	m.duration.WithLabelValues(method).Observe(time.Since(start).Seconds())
+}
+
+// StreamOpened counts a stream of kind opened; call the func it returns
+// when it closes.
+func (m *Metrics) StreamOpened(kind string) func() {
+	if m == nil {
+		return func() {}
+	}
+	g := m.streams.WithLabelValues(kind)
+	g.Inc()
+	return g.Dec
+}
+
+// DroppedStream counts a stream of kind closed for falling behind.
+func (m *Metrics) DroppedStream(kind string) {
+	if m != nil {
+		m.dropped.WithLabelValues(kind).Inc()
+	}
+}
+
+// RoundTrip records a bus round trip.
+func (m *Metrics) RoundTrip(d time.Duration) {
+	if m != nil {
+		m.busRTT.Observe(d.Seconds())
+	}
+}
+
+// Session counts a session event (created, deleted).
+func (m *Metrics) Session(event string) {
+	if m != nil {
+		m.sessions.WithLabelValues(event).Inc()
+	}
+}
+
+// InflightAdd moves the in-flight gauge by d.
+func (m *Metrics) InflightAdd(d float64) {
+	if m != nil {
+		m.inflight.Add(d)
+	}
+}
