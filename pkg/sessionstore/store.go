@@ -118,7 +118,8 @@ type Event struct {
 	Data []byte
 }
 
-// Store holds sessions. All methods are safe for concurrent use, take a
+// Store is the whole store: the small interfaces below, each of which a
+// consumer may depend on alone, and Close. All methods are safe for concurrent use, take a
 // context that bounds the call, and fail with a wrapped error when the
 // backend is unreachable or the context is done. Errors wrap the sentinels
 // above, so callers branch with errors.Is; they name a session by the first
@@ -127,6 +128,21 @@ type Event struct {
 // An id that fails [ValidID] can never name a live session: every method
 // but Create reports ErrNotFound for it.
 type Store interface {
+	Sessions
+	Claims
+	EventLog
+	OnceSet
+	Records
+
+	// Close releases the store's resources (background goroutines,
+	// connections it owns), waiting for them at most until ctx is done. It
+	// is idempotent. The store must not be used after Close.
+	Close(ctx context.Context) error
+}
+
+// Sessions are the legacy session records and their resource
+// subscriptions (the contract on [Store] applies).
+type Sessions interface {
 	// Create stores a new session. It fails with ErrExists if the id is in
 	// use, and with a plain error if s is nil, s.ID fails [ValidID] or the
 	// client info or capabilities do not encode as JSON. CreatedAt and
@@ -147,6 +163,20 @@ type Store interface {
 	// delete.
 	Delete(ctx context.Context, id string) error
 
+	// Subscribe adds uri to the session's resource subscriptions
+	// (idempotent). ErrNotFound if the session is not live.
+	Subscribe(ctx context.Context, id, uri string) error
+	// Unsubscribe removes uri (idempotent). ErrNotFound if the session is
+	// not live.
+	Unsubscribe(ctx context.Context, id, uri string) error
+	// Subscriptions returns the session's subscribed URIs, sorted.
+	// ErrNotFound if the session is not live.
+	Subscriptions(ctx context.Context, id string) ([]string, error)
+}
+
+// Claims register a session's in-flight request ids, so an id is not
+// reused while a request with it still runs anywhere in the cluster.
+type Claims interface {
 	// Begin is Get plus a claim on (session, requestID) for a request that is
 	// about to run: in one atomic step it returns the session (sliding its TTL
 	// like Get) and records that requestID is in flight, for at most ttl
@@ -176,17 +206,10 @@ type Store interface {
 	// an unknown, expired or invalid session id it is a no-op too. It fails
 	// only when the backend is unreachable or ctx is done.
 	End(ctx context.Context, id, requestID, token string) error
+}
 
-	// Subscribe adds uri to the session's resource subscriptions
-	// (idempotent). ErrNotFound if the session is not live.
-	Subscribe(ctx context.Context, id, uri string) error
-	// Unsubscribe removes uri (idempotent). ErrNotFound if the session is
-	// not live.
-	Unsubscribe(ctx context.Context, id, uri string) error
-	// Subscriptions returns the session's subscribed URIs, sorted.
-	// ErrNotFound if the session is not live.
-	Subscriptions(ctx context.Context, id string) ([]string, error)
-
+// EventLog is the bounded per-stream event log used for SSE resumption.
+type EventLog interface {
 	// AppendEvent appends a copy of data to the log of (session, stream),
 	// extends the session's TTL and returns the event's index: 1 for the
 	// first event of a stream, then strictly increasing without gaps for
@@ -214,7 +237,10 @@ type Store interface {
 	// alive by other calls; EventsAfter then reports ErrEventsPurged to
 	// anyone who has not seen its newest event, never a silent gap.
 	EventsAfter(ctx context.Context, id, stream string, after uint64) ([]Event, error)
+}
 
+// OnceSet is a cluster-wide single-use set (MRTR requestState).
+type OnceSet interface {
 	// UseOnce records that key (an opaque string, e.g. the hash of an MRTR
 	// requestState) has been used, for ttl. It fails with ErrUsed when the
 	// key was already used and has not expired: single-use enforcement
@@ -222,10 +248,11 @@ type Store interface {
 	// a fixed-size hash of key, whatever its length; a Memory store keeps
 	// at most about a million and then fails with ErrFull.
 	UseOnce(ctx context.Context, key string, ttl time.Duration) error
+}
 
-	// Records: small versioned documents not tied to a session (tasks),
-	// for read-modify-write by any frontend. A key is an opaque string.
-	//
+// Records are small versioned documents not tied to a session (tasks), for
+// read-modify-write by any frontend. A key is an opaque string.
+type Records interface {
 	// CreateRecord stores data under key for ttl; ErrExists if the key is
 	// live. GetRecord returns a copy of the data and its version (1 after
 	// CreateRecord, one more per SetRecord); ErrNotFound when the key is
@@ -235,9 +262,4 @@ type Store interface {
 	CreateRecord(ctx context.Context, key string, data []byte, ttl time.Duration) error
 	GetRecord(ctx context.Context, key string) (data []byte, ver int64, err error)
 	SetRecord(ctx context.Context, key string, ver int64, data []byte) error
-
-	// Close releases the store's resources (background goroutines,
-	// connections it owns), waiting for them at most until ctx is done. It
-	// is idempotent. The store must not be used after Close.
-	Close(ctx context.Context) error
 }
