@@ -23,7 +23,7 @@ const (
 
 // codeSessionNotFound is the JSON-RPC code of a 404 for an unknown session
 // (the TypeScript SDK's convention, in the implementation-defined range).
-const codeSessionNotFound = -32001
+const codeSessionNotFound = protocol.CodeSessionNotFound
 
 func (f *Frontend) serveMCP(w http.ResponseWriter, r *http.Request) {
 	origin := r.Header.Get("Origin")
@@ -144,7 +144,7 @@ func (f *Frontend) servePost(w http.ResponseWriter, r *http.Request) {
 	var head protocol.ParamsHead
 	if msg.Params != nil {
 		if err := json.Unmarshal(msg.Params, &head); err != nil {
-			httpx.WriteError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: %v", err))
+			httpx.WriteError(w, http.StatusBadRequest, msg.ID, protocol.ErrBadParams(err))
 			return
 		}
 	}

@@ -111,7 +111,7 @@ func (f *Frontend) loadSessionFor(w http.ResponseWriter, r *http.Request, id pro
 		return nil, false
 	}
 	if !sessionstore.ValidID(sid) {
-		httpx.WriteError(w, http.StatusNotFound, id, protocol.NewError(codeSessionNotFound, "Session not found"))
+		httpx.WriteError(w, http.StatusNotFound, id, protocol.ErrSessionNotFound())
 		return nil, false
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
@@ -128,11 +128,10 @@ func (f *Frontend) loadSessionFor(w http.ResponseWriter, r *http.Request, id pro
 	}
 	switch {
 	case errors.Is(err, sessionstore.ErrInFlight):
-		httpx.WriteError(w, http.StatusOK, id, protocol.NewError(protocol.CodeInvalidRequest,
-			"invalid request: request id %s is already in use by a request in flight in this session", id))
+		httpx.WriteError(w, http.StatusOK, id, protocol.ErrRequestIDInUse(id))
 		return nil, false
 	case errors.Is(err, sessionstore.ErrNotFound):
-		httpx.WriteError(w, http.StatusNotFound, id, protocol.NewError(codeSessionNotFound, "Session not found"))
+		httpx.WriteError(w, http.StatusNotFound, id, protocol.ErrSessionNotFound())
 		return nil, false
 	case err != nil:
 		f.log.Error("frontend: loading a session", "err", err)
@@ -142,7 +141,7 @@ func (f *Frontend) loadSessionFor(w http.ResponseWriter, r *http.Request, id pro
 	if s.Principal != principalOf(r) {
 		// Another principal's session does not exist for this caller.
 		f.release(c)
-		httpx.WriteError(w, http.StatusNotFound, id, protocol.NewError(codeSessionNotFound, "Session not found"))
+		httpx.WriteError(w, http.StatusNotFound, id, protocol.ErrSessionNotFound())
 		return nil, false
 	}
 	return s, true
@@ -166,13 +165,12 @@ func (f *Frontend) initialize(w http.ResponseWriter, r *http.Request, msg *proto
 		if _, ok := f.loadSession(w, r, msg.ID); !ok {
 			return
 		}
-		httpx.WriteError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidRequest,
-			"Invalid Request: the session is already initialized"))
+		httpx.WriteError(w, http.StatusBadRequest, msg.ID, protocol.ErrAlreadyInitialized())
 		return
 	}
 	var p protocol.InitializeParams
 	if msg.Params == nil {
-		httpx.WriteError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: initialize requires params"))
+		httpx.WriteError(w, http.StatusBadRequest, msg.ID, protocol.ErrInitializeNeedsParams())
 		return
 	}
 	if f.opts.MaxInitializeBytes > 0 && len(msg.Params) > f.opts.MaxInitializeBytes {
@@ -181,7 +179,7 @@ func (f *Frontend) initialize(w http.ResponseWriter, r *http.Request, msg *proto
 		return
 	}
 	if err := json.Unmarshal(msg.Params, &p); err != nil {
-		httpx.WriteError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: %v", err))
+		httpx.WriteError(w, http.StatusBadRequest, msg.ID, protocol.ErrBadParams(err))
 		return
 	}
 	if e := p.Validate(); e != nil {
@@ -266,7 +264,7 @@ func (f *Frontend) initialize(w http.ResponseWriter, r *http.Request, msg *proto
 func (f *Frontend) legacyRequest(w http.ResponseWriter, r *http.Request, sess *sessionstore.Session, msg *protocol.Message, head *protocol.ParamsHead, body []byte, c *claim) {
 	switch {
 	case !protocol.IsEraMethod(protocol.EraLegacy, msg.Method):
-		httpx.WriteError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeMethodNotFound, "method not found: %q", msg.Method))
+		httpx.WriteError(w, http.StatusOK, msg.ID, protocol.ErrUnknownMethod(msg.Method))
 		return
 	case msg.Method == protocol.MethodPing:
 		httpx.WriteJSON(w, http.StatusOK, protocol.AppendResponse(nil, msg.ID, []byte("{}")), nil)
@@ -277,14 +275,14 @@ func (f *Frontend) legacyRequest(w http.ResponseWriter, r *http.Request, sess *s
 			_ = json.Unmarshal(msg.Params, &p)
 		}
 		if !p.Level.Valid() {
-			httpx.WriteError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: unknown logging level %q", p.Level))
+			httpx.WriteError(w, http.StatusOK, msg.ID, protocol.ErrUnknownLogLevel(p.Level))
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
 		defer cancel()
 		if err := f.opts.Store.Update(ctx, sess.ID, sessionstore.Patch{LogLevel: &p.Level}); err != nil {
 			if errors.Is(err, sessionstore.ErrNotFound) {
-				httpx.WriteError(w, http.StatusNotFound, msg.ID, protocol.NewError(codeSessionNotFound, "Session not found"))
+				httpx.WriteError(w, http.StatusNotFound, msg.ID, protocol.ErrSessionNotFound())
 				return
 			}
 			httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "session store unavailable; retry"))

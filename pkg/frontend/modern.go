@@ -28,7 +28,7 @@ func (f *Frontend) postModern(w http.ResponseWriter, r *http.Request, msg *proto
 	// An unknown or legacy-only method is 404 whatever else is wrong with
 	// the request (SDKs send logging/setLevel without modern _meta).
 	if !protocol.IsEraMethod(protocol.EraModern, msg.Method) {
-		httpx.WriteError(w, http.StatusNotFound, msg.ID, protocol.NewError(protocol.CodeMethodNotFound, "method not found: %q", msg.Method))
+		httpx.WriteError(w, http.StatusNotFound, msg.ID, protocol.ErrUnknownMethod(msg.Method))
 		return
 	}
 	if e := checkModernMeta(r, head); e != nil {
@@ -62,7 +62,7 @@ func (f *Frontend) postModern(w http.ResponseWriter, r *http.Request, msg *proto
 			httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "Service Unavailable: too many multi-round requests in flight; retry later"))
 			return
 		case errors.Is(err, sessionstore.ErrUsed):
-			httpx.WriteError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: this requestState was already used"))
+			httpx.WriteError(w, http.StatusOK, msg.ID, protocol.ErrStateUsed())
 			return
 		case err != nil:
 			f.log.Error("frontend: recording a requestState", "err", err)
@@ -202,7 +202,7 @@ func modernStatus(code int64) int {
 func (f *Frontend) serveListen(w http.ResponseWriter, r *http.Request, msg *protocol.Message, head *protocol.ParamsHead) {
 	var p protocol.ListenParams
 	if err := json.Unmarshal(msg.Params, &p); err != nil || p.Notifications == nil {
-		httpx.WriteError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: params.notifications (a SubscriptionFilter) is required"))
+		httpx.WriteError(w, http.StatusBadRequest, msg.ID, protocol.ErrListenNeedsFilter())
 		return
 	}
 	for _, e := range []*protocol.Error{

@@ -315,7 +315,7 @@ func (c *Catalog) answer(req *Request, params json.RawMessage) (protocol.Result,
 		return &protocol.ListToolsResult{Tools: withoutExecution(page(c.Tools[from:to]), req.in.Era == protocol.EraModern || !req.in.Features.Tasks), NextCursor: next}, nil
 	case protocol.MethodPromptsList:
 		if caps.Prompts == nil {
-			return nil, methodNotFound(req.in.Method)
+			return nil, protocol.ErrUnknownMethod(req.in.Method)
 		}
 		from, to, next, err := pageBounds(x.promptNames, p.Cursor, size)
 		if err != nil {
@@ -324,7 +324,7 @@ func (c *Catalog) answer(req *Request, params json.RawMessage) (protocol.Result,
 		return &protocol.ListPromptsResult{Prompts: page(c.Prompts[from:to]), NextCursor: next}, nil
 	case protocol.MethodResourcesList:
 		if caps.Resources == nil {
-			return nil, methodNotFound(req.in.Method)
+			return nil, protocol.ErrUnknownMethod(req.in.Method)
 		}
 		from, to, next, err := pageBounds(x.resourceURIs, p.Cursor, size)
 		if err != nil {
@@ -333,7 +333,7 @@ func (c *Catalog) answer(req *Request, params json.RawMessage) (protocol.Result,
 		return &protocol.ListResourcesResult{Resources: page(c.Resources[from:to]), NextCursor: next}, nil
 	default: // resources/templates/list
 		if caps.Resources == nil {
-			return nil, methodNotFound(req.in.Method)
+			return nil, protocol.ErrUnknownMethod(req.in.Method)
 		}
 		from, to, next, err := pageBounds(x.templateURIs, p.Cursor, size)
 		if err != nil {

@@ -39,7 +39,7 @@ func (s *Server) Handle(ctx context.Context, req *Request, params json.RawMessag
 		} `json:"_meta"`
 	}
 	if err := json.Unmarshal(params, &head); err != nil {
-		return nil, protocol.NewError(protocol.CodeInvalidParams, "invalid params: %v", err)
+		return nil, protocol.ErrBadParams(err)
 	}
 	if head.Meta != nil {
 		if tok := head.Meta.ProgressToken; len(tok) > 0 && string(tok) != "null" {
@@ -56,7 +56,7 @@ func (s *Server) Handle(ctx context.Context, req *Request, params json.RawMessag
 	defer func() {
 		if p := recover(); p != nil {
 			s.logger().Error("mcp: handler panic", "method", req.in.Method, "panic", p, "stack", string(debug.Stack()))
-			res, err = nil, protocol.NewError(protocol.CodeInternalError, "internal error")
+			res, err = nil, protocol.ErrInternalFailure()
 		}
 	}()
 	if req.in.Era == protocol.EraModern && mrtrMethods[req.in.Method] {
@@ -108,7 +108,7 @@ func (s *Server) toProtocolError(req *Request, err error) *protocol.Error {
 		return protocol.NewError(protocol.CodeInternalError, "request cancelled or timed out")
 	}
 	s.logger().Warn("mcp: handler error", "method", req.in.Method, "err", err)
-	return protocol.NewError(protocol.CodeInternalError, "internal error")
+	return protocol.ErrInternalFailure()
 }
 
 // finishModern gives a modern result its resultType, the serverInfo _meta
@@ -146,7 +146,7 @@ func finishModern(info *protocol.Implementation, ttlMs int64, scope string, req 
 
 func decodeParams(params json.RawMessage, v any) error {
 	if err := json.Unmarshal(params, v); err != nil {
-		return protocol.NewError(protocol.CodeInvalidParams, "invalid params: %v", err)
+		return protocol.ErrBadParams(err)
 	}
 	return nil
 }
@@ -171,17 +171,17 @@ func (s *Server) serve(ctx context.Context, req *Request, r *registry, params js
 		return s.callTool(ctx, req, r, params)
 	case protocol.MethodPromptsGet:
 		if caps.Prompts == nil {
-			return nil, methodNotFound(req.in.Method)
+			return nil, protocol.ErrUnknownMethod(req.in.Method)
 		}
 		return s.getPrompt(ctx, req, r, params)
 	case protocol.MethodResourcesRead:
 		if caps.Resources == nil {
-			return nil, methodNotFound(req.in.Method)
+			return nil, protocol.ErrUnknownMethod(req.in.Method)
 		}
 		return s.readResource(ctx, req, r, params)
 	case protocol.MethodResourcesSubscribe, protocol.MethodResourcesUnsubscribe:
 		if caps.Resources == nil || !caps.Resources.Subscribe {
-			return nil, methodNotFound(req.in.Method)
+			return nil, protocol.ErrUnknownMethod(req.in.Method)
 		}
 		var p protocol.ReadResourceParams
 		if err := decodeParams(params, &p); err != nil {
@@ -189,7 +189,7 @@ func (s *Server) serve(ctx context.Context, req *Request, r *registry, params js
 		}
 		req.setName(p.URI)
 		if p.URI == "" {
-			return nil, protocol.NewError(protocol.CodeInvalidParams, "invalid params: uri is required")
+			return nil, protocol.ErrURIRequired()
 		}
 		if h := s.opts.SubscribeHook; h != nil {
 			if err := h(ctx, req, p.URI, req.in.Method == protocol.MethodResourcesSubscribe); err != nil {
@@ -199,7 +199,7 @@ func (s *Server) serve(ctx context.Context, req *Request, r *registry, params js
 		return &protocol.EmptyResult{}, nil
 	case protocol.MethodCompletionComplete:
 		if caps.Completions == nil {
-			return nil, methodNotFound(req.in.Method)
+			return nil, protocol.ErrUnknownMethod(req.in.Method)
 		}
 		var p protocol.CompleteParams
 		if err := decodeParams(params, &p); err != nil {
@@ -232,22 +232,18 @@ func (s *Server) serve(ctx context.Context, req *Request, r *registry, params js
 			return nil, err
 		}
 		if !p.Level.Valid() {
-			return nil, protocol.NewError(protocol.CodeInvalidParams, "invalid params: unknown logging level %q", p.Level)
+			return nil, protocol.ErrUnknownLogLevel(p.Level)
 		}
 		return &protocol.EmptyResult{}, nil
 	}
-	return nil, methodNotFound(req.in.Method)
-}
-
-func methodNotFound(method string) *protocol.Error {
-	return protocol.NewError(protocol.CodeMethodNotFound, "method not found: %q", method)
+	return nil, protocol.ErrUnknownMethod(req.in.Method)
 }
 
 func (s *Server) checkCompletionRef(r *registry, ref *protocol.CompleteReference) error {
 	switch ref.Type {
 	case "ref/prompt":
 		if _, ok := r.prompts[ref.Name]; !ok {
-			return protocol.NewError(protocol.CodeInvalidParams, "invalid params: unknown prompt %q", ref.Name)
+			return protocol.ErrUnknownPrompt(ref.Name)
 		}
 	case "ref/resource":
 		if _, ok := r.resources[ref.URI]; ok {
@@ -300,7 +296,7 @@ func (s *Server) getPrompt(ctx context.Context, req *Request, r *registry, param
 	req.setName(p.Name)
 	pr, ok := r.prompts[p.Name]
 	if !ok {
-		return nil, protocol.NewError(protocol.CodeInvalidParams, "invalid params: unknown prompt %q", p.Name)
+		return nil, protocol.ErrUnknownPrompt(p.Name)
 	}
 	for _, a := range pr.def.Arguments {
 		if _, ok := p.Arguments[a.Name]; a.Required && !ok {
@@ -330,7 +326,7 @@ func (s *Server) readResource(ctx context.Context, req *Request, r *registry, pa
 	}
 	req.setName(p.URI)
 	if p.URI == "" {
-		return nil, protocol.NewError(protocol.CodeInvalidParams, "invalid params: uri is required")
+		return nil, protocol.ErrURIRequired()
 	}
 	var (
 		h    ResourceHandler
@@ -354,23 +350,13 @@ func (s *Server) readResource(ctx context.Context, req *Request, r *registry, pa
 		res, err = h(ctx, req, p.URI, vars)
 	}
 	if h == nil || errors.Is(err, ErrResourceNotFound) {
-		return nil, resourceNotFound(req.in.Era, p.URI)
+		return nil, protocol.ErrResourceNotFound(req.in.Era, p.URI)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if res == nil || len(res.Contents) == 0 {
-		return nil, resourceNotFound(req.in.Era, p.URI)
+		return nil, protocol.ErrResourceNotFound(req.in.Era, p.URI)
 	}
 	return res, nil
-}
-
-// resourceNotFound is -32002 on legacy and -32602 on modern, both with
-// data.uri.
-func resourceNotFound(era protocol.Era, uri string) *protocol.Error {
-	code := int64(protocol.CodeResourceNotFound)
-	if era == protocol.EraModern {
-		code = protocol.CodeInvalidParams
-	}
-	return protocol.NewError(code, "resource not found: %s", uri).WithData(map[string]string{"uri": uri})
 }

@@ -50,18 +50,18 @@ type mrtrParams struct {
 func (s *Server) startMRTR(req *Request, params json.RawMessage) error {
 	var p mrtrParams
 	if err := json.Unmarshal(params, &p); err != nil {
-		return protocol.NewError(protocol.CodeInvalidParams, "invalid params: %v", err)
+		return protocol.ErrBadParams(err)
 	}
 	m := &mrtr{answers: map[string]json.RawMessage{}, pending: map[string]*protocol.InputRequest{}, counts: map[string]int{}}
 	var asked []string
 	if p.RequestState != nil {
 		digest, err := paramsDigest(params)
 		if err != nil {
-			return protocol.NewError(protocol.CodeInvalidParams, "invalid params: %v", err)
+			return protocol.ErrBadParams(err)
 		}
 		st, err := s.sealer.Load().openState(*p.RequestState, req.in.Method, digest, req.in.Principal, time.Now())
 		if err != nil {
-			return protocol.NewError(protocol.CodeInvalidParams, "invalid params: %v", err)
+			return protocol.ErrBadParams(err)
 		}
 		maps.Copy(m.answers, st.Answers)
 		m.app = st.App

@@ -169,7 +169,7 @@ func (s *Server) runTask(ctx context.Context, req *Request, t *tool, args json.R
 		defer func() {
 			if p := recover(); p != nil {
 				s.logger().Error("mcp: task handler panic", "tool", t.def.Name, "panic", p, "stack", string(debug.Stack()))
-				done <- toolOutcome{err: protocol.NewError(protocol.CodeInternalError, "internal error")}
+				done <- toolOutcome{err: protocol.ErrInternalFailure()}
 			}
 		}()
 		res, err := invokeTool(hctx, req, t, args)

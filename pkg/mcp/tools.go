@@ -19,7 +19,7 @@ func (s *Server) callTool(ctx context.Context, req *Request, r *registry, params
 	req.setName(p.Name)
 	t, ok := r.tools[p.Name]
 	if !ok {
-		return nil, protocol.NewError(protocol.CodeInvalidParams, "invalid params: unknown tool %q", p.Name)
+		return nil, protocol.ErrUnknownTool(p.Name)
 	}
 	args := p.Arguments
 	if len(args) == 0 || string(args) == "null" {

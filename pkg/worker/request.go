@@ -142,7 +142,7 @@ func (w *Worker) onRequest(m *nats.Msg) {
 		w.mu.Unlock()
 		cancel(nil)
 		cancelDeadline()
-		e := protocol.NewError(protocol.CodeInternalError, "worker is shutting down; retry")
+		e := shuttingDownError()
 		_ = w.nc.Publish(m.Reply, bus.AppendFrame(nil, bus.FrameResponse, protocol.AppendErrorResponse(nil, msg.ID, e)))
 		return
 	}
@@ -158,7 +158,7 @@ func (w *Worker) onRequest(m *nats.Msg) {
 		w.mu.Unlock()
 		cancel(nil)
 		cancelDeadline()
-		e := protocol.NewError(protocol.CodeInvalidRequest, "invalid request: request id %s is already in use by a request in flight in this session", msg.ID)
+		e := protocol.ErrRequestIDInUse(msg.ID)
 		_ = w.nc.Publish(m.Reply, bus.AppendFrame(nil, bus.FrameResponse, protocol.AppendErrorResponse(nil, msg.ID, e)))
 		return
 	}
@@ -216,17 +216,14 @@ func (w *Worker) run(ctx context.Context, cancelDeadline context.CancelFunc, f *
 	}
 	var out []byte
 	if err != nil {
-		var pe *protocol.Error
-		if !errors.As(err, &pe) {
-			pe = protocol.NewError(protocol.CodeInternalError, "internal error")
-		}
+		pe := protocol.AsError(err)
 		outcome = "error"
 		switch {
 		case errors.Is(cause, errShutdown):
-			pe = protocol.NewError(protocol.CodeInternalError, "worker is shutting down; retry")
+			pe = shuttingDownError()
 			outcome = "shutdown"
 		case ctx.Err() != nil:
-			pe = protocol.NewError(protocol.CodeInternalError, "request timed out")
+			pe = protocol.ErrRequestTimedOut()
 			outcome = "timeout"
 		}
 		out = protocol.AppendErrorResponse(nil, msg.ID, pe)
@@ -234,7 +231,7 @@ func (w *Worker) run(ctx context.Context, cancelDeadline context.CancelFunc, f *
 		raw, merr := json.Marshal(res)
 		if merr != nil {
 			w.log.Error("worker: marshalling a result", "method", msg.Method, "err", merr)
-			out = protocol.AppendErrorResponse(nil, msg.ID, protocol.NewError(protocol.CodeInternalError, "internal error"))
+			out = protocol.AppendErrorResponse(nil, msg.ID, protocol.ErrInternalFailure())
 		} else {
 			out = protocol.AppendResponse(make([]byte, 0, len(raw)+48), msg.ID, raw)
 		}
@@ -378,4 +375,11 @@ func (e *events) ResourceUpdated(ctx context.Context, uri string) error {
 		return fmt.Errorf("worker: publishing resources/updated: %w", err)
 	}
 	return nil
+}
+
+// shuttingDownError answers a request or task that Shutdown cut short, or
+// that arrived once it had begun (errShutdown): -32603, the client should
+// retry elsewhere.
+func shuttingDownError() *protocol.Error {
+	return protocol.NewError(protocol.CodeInternalError, "worker is shutting down; retry")
 }

@@ -118,7 +118,7 @@ func (h *taskHost) Create(ctx context.Context, req *mcp.Request) (*protocol.Crea
 	case h.closing:
 		h.mu.Unlock()
 		rt.cancel(nil)
-		return nil, nil, protocol.NewError(protocol.CodeInternalError, "worker is shutting down; retry")
+		return nil, nil, shuttingDownError()
 	case len(h.running) >= maxTasks:
 		h.mu.Unlock()
 		rt.cancel(nil)
@@ -135,13 +135,13 @@ func (h *taskHost) Create(ctx context.Context, req *mcp.Request) (*protocol.Crea
 		h.mu.Unlock()
 		h.wg.Done()
 		rt.cancel(nil)
-		return nil, nil, protocol.NewError(protocol.CodeInternalError, "could not create the task; retry")
+		return nil, nil, taskNotCreatedError()
 	}
 	rt.sub = sub
 	if _, err := h.write(ctx, &tasks.WriteOp{Op: "create", Record: rec}); err != nil {
 		h.w.log.Warn("worker: creating a task", "err", err)
 		h.end(rt)
-		return nil, nil, protocol.NewError(protocol.CodeInternalError, "could not create the task; retry")
+		return nil, nil, taskNotCreatedError()
 	}
 	return rec.CreateResult(), tctx, nil
 }
@@ -245,7 +245,7 @@ func (h *taskHost) Finish(ctx context.Context, taskID string, result protocol.Re
 	if e == nil {
 		b, err := json.Marshal(result)
 		if err != nil {
-			op.Error = protocol.NewError(protocol.CodeInternalError, "internal error")
+			op.Error = protocol.ErrInternalFailure()
 		} else {
 			op.Result = b
 		}
@@ -301,4 +301,10 @@ func (h *taskHost) shutdown(ctx context.Context) error {
 	case <-time.After(5 * time.Second):
 	}
 	return fmt.Errorf("worker: tasks still running at the end of the drain were cancelled: %w", ctx.Err())
+}
+
+// taskNotCreatedError answers a task-augmented request whose task could not
+// be set up (its control subscription or its record): -32603, retry.
+func taskNotCreatedError() *protocol.Error {
+	return protocol.NewError(protocol.CodeInternalError, "could not create the task; retry")
 }
