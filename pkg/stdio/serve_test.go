@@ -12,19 +12,26 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/fixture"
+	"github.com/mcpfleet/mcpfleet/internal/testutil"
 	"github.com/mcpfleet/mcpfleet/pkg/mcp"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 	"github.com/mcpfleet/mcpfleet/pkg/stdio"
 )
 
-func newServer(t *testing.T) *mcp.Server {
+func newServer(t *testing.T, obs fixture.Observer) *mcp.Server {
 	t.Helper()
 	s := mcp.NewServer(protocol.Implementation{Name: "t", Version: "1"}, &mcp.ServerOptions{Logger: slog.New(slog.DiscardHandler)})
-	if err := fixture.RegisterDemo(s, nil); err != nil {
+	if err := fixture.RegisterDemo(s, obs); err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
+
+// sleepStarted tells of the demo sleep handlers that started.
+type sleepStarted chan struct{}
+
+func (c sleepStarted) SleepStarted(*mcp.Request)   { c <- struct{}{} }
+func (c sleepStarted) SleepCancelled(*mcp.Request) {}
 
 // Serve returns ctx's error when ctx ends it, cancels the handlers in
 // flight and leaves no goroutine behind.
@@ -33,9 +40,10 @@ func TestServeStopsWithContext(t *testing.T) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
+	started := make(sleepStarted, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- stdio.Serve(ctx, newServer(t), inR, outW, &stdio.Options{Logger: slog.New(slog.DiscardHandler)})
+		done <- stdio.Serve(ctx, newServer(t, started), inR, outW, &stdio.Options{Logger: slog.New(slog.DiscardHandler)})
 	}()
 	lines := bufio.NewScanner(outR)
 	go func() {
@@ -49,7 +57,11 @@ func TestServeStopsWithContext(t *testing.T) {
 		for lines.Scan() {
 		}
 	}()
-	time.Sleep(50 * time.Millisecond)
+	select { // the sleep is in flight when ctx ends
+	case <-started:
+	case <-time.After(testutil.DefaultHangGuard):
+		t.Fatal("the sleep handler did not start")
+	}
 	cancel()
 	select {
 	case err := <-done:
@@ -61,13 +73,9 @@ func TestServeStopsWithContext(t *testing.T) {
 	}
 	_ = inW.Close()
 	_ = outW.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<16)
-			t.Fatalf("goroutines: %d before, %d after\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testutil.WaitFor(5*time.Second, func() bool { return runtime.NumGoroutine() <= before }) {
+		buf := make([]byte, 1<<16)
+		t.Fatalf("goroutines: %d before, %d after\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
 	}
 }
 
@@ -76,8 +84,22 @@ func TestServeWriteError(t *testing.T) {
 	outR, outW := io.Pipe()
 	_ = outR.Close()
 	in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n" + `{"jsonrpc":"2.0","id":2,"method":"ping"}` + "\n")
-	err := stdio.Serve(context.Background(), newServer(t), in, outW, nil)
+	err := stdio.Serve(context.Background(), newServer(t, nil), in, outW, nil)
 	if !errors.Is(err, io.ErrClosedPipe) {
 		t.Fatalf("Serve = %v, want io.ErrClosedPipe", err)
+	}
+}
+
+// Negative options that turn nothing off are refused before anything is
+// read or written.
+func TestServeInvalidOptions(t *testing.T) {
+	for _, o := range []stdio.Options{
+		{MaxLineBytes: -1}, {MaxDepth: -1}, {MaxInFlight: -1}, {MaxListen: -1}, {RequestTimeout: -1}, {StateTTL: -1},
+	} {
+		var out strings.Builder
+		err := stdio.Serve(context.Background(), newServer(t, nil), strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n"), &out, &o)
+		if !errors.Is(err, stdio.ErrInvalidOptions) || out.Len() != 0 {
+			t.Errorf("Serve(%+v) = %v, wrote %q; want ErrInvalidOptions and nothing written", o, err, out.String())
+		}
 	}
 }
