@@ -45,38 +45,6 @@ var (
 	ErrInvalidConfig = errors.New("sessionstore: invalid config")
 )
 
-// DefaultTTL is the idle lifetime of a session when Options.TTL is zero.
-const DefaultTTL = 30 * time.Minute
-
-// DefaultMaxEvents is the per-stream event log length when
-// Options.MaxEvents is zero.
-const DefaultMaxEvents = 1000
-
-// Options configure a store. The zero value is valid.
-type Options struct {
-	// TTL is the sliding idle lifetime of a session: every Get, Begin,
-	// Update, Subscribe, Unsubscribe and AppendEvent pushes expiry TTL into
-	// the future. Zero means DefaultTTL; negative is invalid.
-	TTL time.Duration
-	// MaxEvents caps each stream's event log; older events are dropped.
-	// Zero means DefaultMaxEvents; negative is invalid.
-	MaxEvents int
-	// MaxSessions and MaxSessionBytes bound a [Memory] store: the live
-	// sessions, and the bytes of what their clients declared (clientInfo
-	// and capabilities). Create fails with ErrFull beyond either. Zero
-	// means DefaultMaxSessions and DefaultMaxSessionBytes; negative means
-	// no cap. The Redis store ignores them: bound Redis with maxmemory.
-	MaxSessions     int
-	MaxSessionBytes int64
-}
-
-// Defaults of the memory store's capacity: about 100 MiB of sessions
-// with typical declarations, at most DefaultMaxSessionBytes more.
-const (
-	DefaultMaxSessions     = 100000
-	DefaultMaxSessionBytes = 256 << 20
-)
-
 // Session is a legacy session record.
 type Session struct {
 	// ID is the Mcp-Session-Id: CSPRNG, visible ASCII (see NewID).
