@@ -1,18 +1,12 @@
 package sessionstore
 
+// The options of the stores, their defaults and their validation.
+
 import (
-	"context"
 	"fmt"
 	"strings"
 	"time"
 )
-
-// Pinger is an optional capability of a [Store]: Ping reports whether the
-// backend is reachable, for readiness probes. Check for it with a type
-// assertion; both [Memory] and [Redis] implement it.
-type Pinger interface {
-	Ping(ctx context.Context) error
-}
 
 // DefaultTTL is the idle lifetime of a session when Options.TTL is zero.
 const DefaultTTL = 30 * time.Minute
@@ -143,10 +137,4 @@ func resolveRedis(opts *RedisOptions) (RedisOptions, error) {
 		ro.CacheSize = DefaultCacheSize
 	}
 	return ro, nil
-}
-
-// nowMilli is the current time at the precision stores keep: UTC,
-// milliseconds, no monotonic reading.
-func nowMilli() time.Time {
-	return time.UnixMilli(time.Now().UnixMilli()).UTC()
 }

@@ -8,6 +8,14 @@
 // Two implementations exist: [Memory] (the all-in-one default; one process)
 // and [Redis] (shared by every frontend of a cluster). Both pass the same test
 // suite and honour the same contract, stated on [Store].
+//
+// [Store] is composed of small interfaces, one per job: [Sessions] (the
+// records and their subscriptions), [Claims] (in-flight request ids),
+// [EventLog] (SSE resumption), [OnceSet] (single-use MRTR states) and
+// [Records] (versioned documents such as tasks). A consumer depends on the
+// one it needs. Each store implements them in a file per interface
+// (memory_sessions.go, redis_claims.go, ...); the Redis store's Lua
+// scripts are in lua/, one file per script, embedded.
 package sessionstore
 
 import (
@@ -230,4 +238,11 @@ type Records interface {
 	CreateRecord(ctx context.Context, key string, data []byte, ttl time.Duration) error
 	GetRecord(ctx context.Context, key string) (data []byte, ver int64, err error)
 	SetRecord(ctx context.Context, key string, ver int64, data []byte) error
+}
+
+// Pinger is an optional capability of a [Store]: Ping reports whether the
+// backend is reachable, for readiness probes. Check for it with a type
+// assertion; both [Memory] and [Redis] implement it.
+type Pinger interface {
+	Ping(ctx context.Context) error
 }
