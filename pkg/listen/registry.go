@@ -14,8 +14,9 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// SubscriptionSource gives a legacy session's subscribed URIs
-// (sessionstore.Store implements it).
+// SubscriptionSource gives a legacy session's subscribed URIs: the one
+// method of sessionstore.Sessions a registry needs (every
+// sessionstore.Sessions implements it).
 type SubscriptionSource interface {
 	Subscriptions(ctx context.Context, session string) ([]string, error)
 }

@@ -28,7 +28,7 @@ func TestRedisNoBatching(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = r.Close(context.Background()) })
 		return r
-	})
+	}, realClock)
 }
 
 // Concurrent calls share pipelines, each gets its own outcome, and a

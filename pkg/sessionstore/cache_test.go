@@ -94,7 +94,16 @@ func TestRedisCacheSeesExpiry(t *testing.T) {
 	if a.cache.get(s.ID) == nil {
 		t.Fatal("not cached after two reads")
 	}
-	time.Sleep(400 * time.Millisecond)
+	// Wait, without touching the session, until Redis has expired its
+	// record: the cache must not answer for it.
+	rec, _ := a.keys(s.ID)
+	testutil.Poll(t, "the record to expire in Redis", func() bool {
+		n, err := a.client.Exists(ctx, rec[0]).Result()
+		if err != nil {
+			t.Fatalf("EXISTS: %v", err)
+		}
+		return n == 0
+	})
 	if _, err := a.Get(ctx, s.ID); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("a.Get after expiry: %v", err)
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/testutil"
 )
 
 // TestMain fails the run if goroutines of the stores, of go-redis or of
@@ -26,14 +28,12 @@ func TestMain(m *testing.M) {
 // waitForLeaks returns the stacks of leaked goroutines still running after
 // timeout, or "".
 func waitForLeaks(timeout time.Duration) string {
-	deadline := time.Now().Add(timeout)
-	for {
-		leaked := leakedGoroutines()
-		if leaked == "" || time.Now().After(deadline) {
-			return leaked
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var leaked string
+	testutil.WaitFor(timeout, func() bool {
+		leaked = leakedGoroutines()
+		return leaked == ""
+	})
+	return leaked
 }
 
 func leakedGoroutines() string {

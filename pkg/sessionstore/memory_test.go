@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -27,7 +28,7 @@ func newMemoryForTest(t *testing.T, opts Options) *Memory {
 func TestMemory(t *testing.T) {
 	runStoreSuite(t, func(t *testing.T, opts Options) Store {
 		return newMemoryForTest(t, opts)
-	})
+	}, fakeClock)
 }
 
 func TestNewMemoryOptions(t *testing.T) {
@@ -68,22 +69,26 @@ func TestNewMemoryOptions(t *testing.T) {
 // accessed, with their subscriptions and logs.
 func TestMemoryJanitor(t *testing.T) {
 	t.Parallel()
-	m := newMemoryForTest(t, Options{TTL: 20 * time.Millisecond})
-	for range 10 {
-		s := &Session{ID: NewID()}
-		mustCreate(t, m, s)
-		if err := m.Subscribe(t.Context(), s.ID, "file:///a"); err != nil {
-			t.Fatal(err)
+	// In a synctest bubble the store's clock and janitor run on fake time:
+	// the sweeps come at once, exactly every interval.
+	synctest.Test(t, func(t *testing.T) {
+		m := newMemoryForTest(t, Options{TTL: 20 * time.Millisecond})
+		for range 10 {
+			s := &Session{ID: NewID()}
+			mustCreate(t, m, s)
+			if err := m.Subscribe(t.Context(), s.ID, "file:///a"); err != nil {
+				t.Fatal(err)
+			}
+			mustAppend(t, m, s.ID, "s", "{}")
 		}
-		mustAppend(t, m, s.ID, "s", "{}")
-	}
-	eventually(t, 5*time.Second, "janitor empties the store", func() error {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		if n := len(m.sessions); n > 0 {
-			return errors.New("sessions left")
-		}
-		return nil
+		eventually(t, "janitor empties the store", func() error {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			if n := len(m.sessions); n > 0 {
+				return errors.New("sessions left")
+			}
+			return nil
+		})
 	})
 }
 
@@ -92,25 +97,27 @@ func TestMemoryJanitor(t *testing.T) {
 // caller) do not pile up.
 func TestMemoryJanitorDropsClaims(t *testing.T) {
 	t.Parallel()
-	m := newMemoryForTest(t, Options{TTL: 200 * time.Millisecond}) // sweeps every 100ms
-	s := &Session{ID: NewID()}
-	mustCreate(t, m, s)
-	for i := range 10 {
-		mustBegin(t, m, s.ID, strconv.Itoa(i), "t", 10*time.Millisecond)
-	}
-	mustBegin(t, m, s.ID, "long", "t", time.Hour)
-	eventually(t, 5*time.Second, "janitor drops the expired claims", func() error {
-		if _, err := m.Get(t.Context(), s.ID); err != nil { // keeps s alive
-			t.Fatal(err)
+	synctest.Test(t, func(t *testing.T) {
+		m := newMemoryForTest(t, Options{TTL: 200 * time.Millisecond}) // sweeps every 100ms
+		s := &Session{ID: NewID()}
+		mustCreate(t, m, s)
+		for i := range 10 {
+			mustBegin(t, m, s.ID, strconv.Itoa(i), "t", 10*time.Millisecond)
 		}
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		if n := len(m.sessions[s.ID].claims); n != 1 {
-			return fmt.Errorf("%d claims left, want 1", n)
-		}
-		return nil
+		mustBegin(t, m, s.ID, "long", "t", time.Hour)
+		eventually(t, "janitor drops the expired claims", func() error {
+			if _, err := m.Get(t.Context(), s.ID); err != nil { // keeps s alive
+				t.Fatal(err)
+			}
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			if n := len(m.sessions[s.ID].claims); n != 1 {
+				return fmt.Errorf("%d claims left, want 1", n)
+			}
+			return nil
+		})
+		checkInFlight(t, m, s.ID, "long")
 	})
-	checkInFlight(t, m, s.ID, "long")
 }
 
 func TestMemoryCloseStopsJanitor(t *testing.T) {
@@ -141,49 +148,53 @@ func TestMemoryCloseStopsJanitor(t *testing.T) {
 // with ErrFull; a deleted or expired session frees its room.
 func TestMemoryCapacity(t *testing.T) {
 	t.Parallel()
-	ctx := t.Context()
-	m := newMemoryForTest(t, Options{MaxSessions: 3, TTL: time.Hour})
-	var ids []string
-	for range 3 {
-		s := &Session{ID: NewID()}
-		mustCreate(t, m, s)
-		ids = append(ids, s.ID)
-	}
-	if err := m.Create(ctx, &Session{ID: NewID()}); !errors.Is(err, ErrFull) {
-		t.Fatalf("a 4th session of 3: %v, want ErrFull", err)
-	}
-	if err := m.Delete(ctx, ids[0]); err != nil {
-		t.Fatal(err)
-	}
-	mustCreate(t, m, &Session{ID: NewID()})
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		m := newMemoryForTest(t, Options{MaxSessions: 3, TTL: time.Hour})
+		var ids []string
+		for range 3 {
+			s := &Session{ID: NewID()}
+			mustCreate(t, m, s)
+			ids = append(ids, s.ID)
+		}
+		if err := m.Create(ctx, &Session{ID: NewID()}); !errors.Is(err, ErrFull) {
+			t.Fatalf("a 4th session of 3: %v, want ErrFull", err)
+		}
+		if err := m.Delete(ctx, ids[0]); err != nil {
+			t.Fatal(err)
+		}
+		mustCreate(t, m, &Session{ID: NewID()})
 
-	// Bytes: what clients declare counts, and an expired session's room
-	// is taken back at once.
-	b := newMemoryForTest(t, Options{MaxSessionBytes: 3000, TTL: 50 * time.Millisecond})
-	big := func() *Session {
-		s := &Session{ID: NewID()}
-		s.ClientInfo.Name = strings.Repeat("n", 1000)
-		return s
-	}
-	mustCreate(t, b, big())
-	mustCreate(t, b, big())
-	if err := b.Create(ctx, big()); !errors.Is(err, ErrFull) {
-		t.Fatalf("a 3rd session declaring 1000 bytes of 3000: %v, want ErrFull", err)
-	}
-	time.Sleep(60 * time.Millisecond)
-	mustCreate(t, b, big())
-	b.mu.Lock()
-	n, bytes := len(b.sessions), b.bytes
-	b.mu.Unlock()
-	if n != 1 || bytes <= 1000 || bytes > 1500 {
-		t.Fatalf("after the expiry: %d sessions, %d bytes counted; want 1 and its own bytes", n, bytes)
-	}
+		// Bytes: what clients declare counts, and an expired session's room
+		// is taken back at once.
+		b := newMemoryForTest(t, Options{MaxSessionBytes: 3000, TTL: 50 * time.Millisecond})
+		big := func() *Session {
+			s := &Session{ID: NewID()}
+			s.ClientInfo.Name = strings.Repeat("n", 1000)
+			return s
+		}
+		mustCreate(t, b, big())
+		mustCreate(t, b, big())
+		if err := b.Create(ctx, big()); !errors.Is(err, ErrFull) {
+			t.Fatalf("a 3rd session declaring 1000 bytes of 3000: %v, want ErrFull", err)
+		}
+		// Fake time in the bubble, passing at once: past the TTL (50ms) and
+		// the janitor sweep that comes with it.
+		time.Sleep(60 * time.Millisecond)
+		mustCreate(t, b, big())
+		b.mu.Lock()
+		n, bytes := len(b.sessions), b.bytes
+		b.mu.Unlock()
+		if n != 1 || bytes <= 1000 || bytes > 1500 {
+			t.Fatalf("after the expiry: %d sessions, %d bytes counted; want 1 and its own bytes", n, bytes)
+		}
 
-	// No cap.
-	u := newMemoryForTest(t, Options{MaxSessions: -1, MaxSessionBytes: -1})
-	for range 10 {
-		mustCreate(t, u, big())
-	}
+		// No cap.
+		u := newMemoryForTest(t, Options{MaxSessions: -1, MaxSessionBytes: -1})
+		for range 10 {
+			mustCreate(t, u, big())
+		}
+	})
 }
 
 // The single-use registry keeps hashes, not keys, and refuses past its

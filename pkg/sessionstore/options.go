@@ -1,16 +1,91 @@
 package sessionstore
 
+// The options of the stores, their defaults and their validation.
+
 import (
-	"context"
 	"fmt"
+	"strings"
 	"time"
 )
 
-// Pinger is an optional capability of a [Store]: Ping reports whether the
-// backend is reachable, for readiness probes. Check for it with a type
-// assertion; both [Memory] and [Redis] implement it.
-type Pinger interface {
-	Ping(ctx context.Context) error
+// DefaultTTL is the idle lifetime of a session when Options.TTL is zero.
+const DefaultTTL = 30 * time.Minute
+
+// DefaultMaxEvents is the per-stream event log length when
+// Options.MaxEvents is zero.
+const DefaultMaxEvents = 1000
+
+// Defaults of the memory store's capacity: about 100 MiB of sessions
+// with typical declarations, at most DefaultMaxSessionBytes more.
+const (
+	DefaultMaxSessions     = 100000
+	DefaultMaxSessionBytes = 256 << 20
+)
+
+// DefaultKeyPrefix is the key prefix when RedisOptions.KeyPrefix is empty.
+const DefaultKeyPrefix = "mcp"
+
+// DefaultCacheSize is the Redis store's record cache size when
+// RedisOptions.CacheSize is zero.
+const DefaultCacheSize = 10000
+
+// Options configure a store (both [NewMemory] and, inside [RedisOptions],
+// the Redis store). The zero value is valid: every zero field means its
+// default. Invalid options make the constructor fail with an error
+// wrapping ErrInvalidConfig.
+type Options struct {
+	// TTL is the sliding idle lifetime of a session: every Get, Begin,
+	// Update, Subscribe, Unsubscribe and AppendEvent pushes expiry TTL into
+	// the future. Zero means DefaultTTL; negative is invalid (a session
+	// store without expiry is not offered).
+	// default: 30 minutes (DefaultTTL)
+	TTL time.Duration
+	// MaxEvents caps each stream's event log; older events are dropped.
+	// Zero means DefaultMaxEvents; negative is invalid.
+	// default: 1000 events (DefaultMaxEvents)
+	MaxEvents int
+	// MaxSessions bounds the live sessions of a [Memory] store: Create
+	// fails with ErrFull beyond it. Zero means DefaultMaxSessions;
+	// negative means no cap. The Redis store ignores it: bound Redis with
+	// maxmemory.
+	// default: 100000 sessions (DefaultMaxSessions)
+	MaxSessions int
+	// MaxSessionBytes bounds the bytes of what the live sessions of a
+	// [Memory] store's clients declared (clientInfo and capabilities):
+	// Create fails with ErrFull beyond it. Zero means
+	// DefaultMaxSessionBytes; negative means no cap. The Redis store
+	// ignores it.
+	// default: 256 MiB (DefaultMaxSessionBytes)
+	MaxSessionBytes int64
+}
+
+// RedisOptions configure a [Redis] store. The zero value is valid: every
+// zero field means its default. Invalid options make [NewRedis] and
+// [OpenRedis] fail with an error wrapping ErrInvalidConfig.
+type RedisOptions struct {
+	// Options are the options shared with the memory store (its capacity
+	// fields do not apply to Redis).
+	Options
+	// KeyPrefix starts every key of the store, so several deployments (or
+	// tests) can share a database. Empty means DefaultKeyPrefix. It must
+	// not contain '{' or '}', which would displace the session hash tag
+	// (invalid).
+	// default: "mcp" (DefaultKeyPrefix)
+	KeyPrefix string
+	// NoBatching sends every call in its own round trip. By default calls
+	// made while others are in flight share one pipeline (group commit):
+	// fewer system calls on a busy frontend and on Redis, and no added
+	// wait when idle.
+	// default: false (batching on)
+	NoBatching bool
+	// CacheSize caps the session records kept decoded in this process.
+	// A cached record is only used after Redis confirmed, in the same
+	// round trip that touches the session, that its version is current,
+	// so a DELETE, an expiry or an update made anywhere is seen at once;
+	// the cache saves transferring and decoding the record. Zero means
+	// DefaultCacheSize; negative means off (no cache).
+	// default: 10000 records (DefaultCacheSize)
+	CacheSize int
 }
 
 // resolve applies the defaults to opts (nil means all defaults) and
@@ -41,8 +116,25 @@ func resolve(opts *Options) (Options, error) {
 	return o, nil
 }
 
-// nowMilli is the current time at the precision stores keep: UTC,
-// milliseconds, no monotonic reading.
-func nowMilli() time.Time {
-	return time.UnixMilli(time.Now().UnixMilli()).UTC()
+// resolveRedis is resolve for a Redis store's options.
+func resolveRedis(opts *RedisOptions) (RedisOptions, error) {
+	var ro RedisOptions
+	if opts != nil {
+		ro = *opts
+	}
+	o, err := resolve(&ro.Options)
+	if err != nil {
+		return ro, err
+	}
+	ro.Options = o
+	if ro.KeyPrefix == "" {
+		ro.KeyPrefix = DefaultKeyPrefix
+	}
+	if strings.ContainsAny(ro.KeyPrefix, "{}") {
+		return ro, fmt.Errorf("%w: key prefix %q contains a brace", ErrInvalidConfig, ro.KeyPrefix)
+	}
+	if ro.CacheSize == 0 {
+		ro.CacheSize = DefaultCacheSize
+	}
+	return ro, nil
 }

@@ -74,3 +74,9 @@ func eventWindow(after, newest uint64, kept int) window {
 		return windowEvents
 	}
 }
+
+// nowMilli is the current time at the precision stores keep: UTC,
+// milliseconds, no monotonic reading.
+func nowMilli() time.Time {
+	return time.UnixMilli(time.Now().UnixMilli()).UTC()
+}

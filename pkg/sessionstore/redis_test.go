@@ -50,7 +50,7 @@ func TestRedis(t *testing.T) {
 	url := testutil.StartRedis(t)
 	runStoreSuite(t, func(t *testing.T, opts Options) Store {
 		return openRedisForTest(t, url, opts)
-	})
+	}, realClock)
 }
 
 func TestRedisKeyLayout(t *testing.T) {
@@ -244,7 +244,7 @@ func TestRedisClaimSet(t *testing.T) {
 	}
 
 	// The crashed claim's key expires; a later Begin drops its member.
-	eventually(t, 10*time.Second, "expired claim dropped from rq", func() error {
+	eventually(t, "expired claim dropped from rq", func() error {
 		if c.Exists(ctx, crashedKey).Val() != 0 {
 			return errors.New("claim key still there")
 		}
@@ -322,7 +322,7 @@ func TestRedisLogOutlivedBySession(t *testing.T) {
 	appendN(t, r, s.ID, "s", 1, 2)
 
 	logKey := r.prefix + ":{" + s.ID + "}:ev:s"
-	eventually(t, 5*time.Second, "log expires", func() error {
+	eventually(t, "log expires", func() error {
 		if _, err := r.Get(t.Context(), s.ID); err != nil {
 			return err
 		}

@@ -8,6 +8,14 @@
 // Two implementations exist: [Memory] (the all-in-one default; one process)
 // and [Redis] (shared by every frontend of a cluster). Both pass the same test
 // suite and honour the same contract, stated on [Store].
+//
+// [Store] is composed of small interfaces, one per job: [Sessions] (the
+// records and their subscriptions), [Claims] (in-flight request ids),
+// [EventLog] (SSE resumption), [OnceSet] (single-use MRTR states) and
+// [Records] (versioned documents such as tasks). A consumer depends on the
+// one it needs. Each store implements them in a file per interface
+// (memory_sessions.go, redis_claims.go, ...); the Redis store's Lua
+// scripts are in lua/, one file per script, embedded.
 package sessionstore
 
 import (
@@ -43,38 +51,6 @@ var (
 	// ErrInvalidConfig means a constructor was given options it cannot
 	// honour (a negative TTL, a malformed Redis URL, ...).
 	ErrInvalidConfig = errors.New("sessionstore: invalid config")
-)
-
-// DefaultTTL is the idle lifetime of a session when Options.TTL is zero.
-const DefaultTTL = 30 * time.Minute
-
-// DefaultMaxEvents is the per-stream event log length when
-// Options.MaxEvents is zero.
-const DefaultMaxEvents = 1000
-
-// Options configure a store. The zero value is valid.
-type Options struct {
-	// TTL is the sliding idle lifetime of a session: every Get, Begin,
-	// Update, Subscribe, Unsubscribe and AppendEvent pushes expiry TTL into
-	// the future. Zero means DefaultTTL; negative is invalid.
-	TTL time.Duration
-	// MaxEvents caps each stream's event log; older events are dropped.
-	// Zero means DefaultMaxEvents; negative is invalid.
-	MaxEvents int
-	// MaxSessions and MaxSessionBytes bound a [Memory] store: the live
-	// sessions, and the bytes of what their clients declared (clientInfo
-	// and capabilities). Create fails with ErrFull beyond either. Zero
-	// means DefaultMaxSessions and DefaultMaxSessionBytes; negative means
-	// no cap. The Redis store ignores them: bound Redis with maxmemory.
-	MaxSessions     int
-	MaxSessionBytes int64
-}
-
-// Defaults of the memory store's capacity: about 100 MiB of sessions
-// with typical declarations, at most DefaultMaxSessionBytes more.
-const (
-	DefaultMaxSessions     = 100000
-	DefaultMaxSessionBytes = 256 << 20
 )
 
 // Session is a legacy session record.
@@ -262,4 +238,11 @@ type Records interface {
 	CreateRecord(ctx context.Context, key string, data []byte, ttl time.Duration) error
 	GetRecord(ctx context.Context, key string) (data []byte, ver int64, err error)
 	SetRecord(ctx context.Context, key string, ver int64, data []byte) error
+}
+
+// Pinger is an optional capability of a [Store]: Ping reports whether the
+// backend is reachable, for readiness probes. Check for it with a type
+// assertion; both [Memory] and [Redis] implement it.
+type Pinger interface {
+	Ping(ctx context.Context) error
 }

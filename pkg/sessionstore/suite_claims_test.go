@@ -59,7 +59,7 @@ func testBeginIsGet(t *testing.T, newStore storeFactory) {
 	in := fullSession()
 	mustCreate(t, st, in)
 
-	time.Sleep(5 * time.Millisecond) // so that LastSeen moves
+	clockTick(t, in.CreatedAt) // so that LastSeen moves
 	before := time.Now()
 	got := mustBegin(t, st, in.ID, "1", "token", time.Hour)
 	after := time.Now()
@@ -101,7 +101,7 @@ func testBeginInFlight(t *testing.T, newStore storeFactory) {
 
 	// The same request id again: refused, with the session to answer in
 	// its terms.
-	time.Sleep(2 * time.Millisecond)
+	clockTick(t, time.Now()) // so that LastSeen moves
 	before := time.Now()
 	got, err := st.Begin(t.Context(), s.ID, "1", "b", time.Hour)
 	after := time.Now()
@@ -177,7 +177,11 @@ func testEndReleases(t *testing.T, newStore storeFactory) {
 	checkFree(t, st, s.ID, "1")
 }
 
-func testClaimExpires(t *testing.T, newStore storeFactory) {
+func testClaimExpires(t *testing.T, newStore storeFactory, clock suiteClock) {
+	clock.run(t, func(t *testing.T) { checkClaimExpires(t, newStore) })
+}
+
+func checkClaimExpires(t *testing.T, newStore storeFactory) {
 	st := newStore(t, Options{})
 	s := &Session{ID: NewID()}
 	mustCreate(t, st, s)
@@ -186,7 +190,7 @@ func testClaimExpires(t *testing.T, newStore storeFactory) {
 
 	// No End comes (the frontend crashed): the claim expires by itself.
 	var token string
-	eventually(t, 5*time.Second, "claim expires", func() error {
+	eventually(t, "claim expires", func() error {
 		tok := NewID()
 		_, err := st.Begin(t.Context(), s.ID, "1", tok, time.Hour)
 		switch {

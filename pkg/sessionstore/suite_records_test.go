@@ -46,7 +46,11 @@ func testRecords(t *testing.T, newStore storeFactory) {
 	}
 }
 
-func testRecordExpiry(t *testing.T, newStore storeFactory) {
+func testRecordExpiry(t *testing.T, newStore storeFactory, clock suiteClock) {
+	clock.run(t, func(t *testing.T) { checkRecordExpiry(t, newStore, clock) })
+}
+
+func checkRecordExpiry(t *testing.T, newStore storeFactory, clock suiteClock) {
 	st := newStore(t, Options{})
 	ctx := t.Context()
 	key := "task:" + NewID()
@@ -54,11 +58,18 @@ func testRecordExpiry(t *testing.T, newStore storeFactory) {
 		t.Fatal(err)
 	}
 	// A write does not extend the expiry set at creation.
-	time.Sleep(100 * time.Millisecond)
+	pass(100 * time.Millisecond) // a write made half a ttl later
 	if err := st.SetRecord(ctx, key, 1, []byte("e")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 3*time.Second, "the record to expire", func() error {
+	if clock == fakeClock {
+		// Exactly one ttl after the creation, the record is gone.
+		pass(100 * time.Millisecond)
+		if _, _, err := st.GetRecord(ctx, key); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("GetRecord one ttl after the creation: %v, want ErrNotFound", err)
+		}
+	}
+	eventually(t, "the record to expire", func() error {
 		if _, _, err := st.GetRecord(ctx, key); !errors.Is(err, ErrNotFound) {
 			return fmt.Errorf("GetRecord: %v", err)
 		}

@@ -26,12 +26,9 @@ import (
 	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
 )
 
-// Store is the part of sessionstore.Store tasks use.
-type Store interface {
-	CreateRecord(ctx context.Context, key string, data []byte, ttl time.Duration) error
-	GetRecord(ctx context.Context, key string) ([]byte, int64, error)
-	SetRecord(ctx context.Context, key string, ver int64, data []byte) error
-}
+// Store is the part of the session store tasks use: its versioned
+// records (a task and a session's task index are records).
+type Store = sessionstore.Records
 
 // Defaults of a new task.
 const (

@@ -1,0 +1,125 @@
+package sessionstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/pkg/protocol"
+)
+
+// Create implements [Store.Create].
+func (m *Memory) Create(ctx context.Context, s *Session) error {
+	if err := checkNew(s); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sessionstore: create %q: %w", shortID(s.ID), err)
+	}
+	info, caps, err := encodeJSONMembers(s)
+	if err != nil {
+		return fmt.Errorf("sessionstore: create %q: %w", shortID(s.ID), err)
+	}
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.live(s.ID, now) != nil {
+		return fmt.Errorf("sessionstore: create %q: %w", shortID(s.ID), ErrExists)
+	}
+	size := int64(len(info) + len(caps))
+	if m.full(size, now) {
+		return fmt.Errorf("sessionstore: create %q: %w", shortID(s.ID), ErrFull)
+	}
+	m.bytes += size
+	ms := &memSession{rec: *s, info: info, caps: caps}
+	ms.rec.ClientInfo = protocol.Implementation{}
+	ms.rec.ClientCapabilities = protocol.ClientCapabilities{}
+	m.touch(ms, now)
+	ms.rec.CreatedAt = ms.rec.LastSeen
+	m.sessions[s.ID] = ms
+	s.CreatedAt, s.LastSeen = ms.rec.CreatedAt, ms.rec.LastSeen
+	return nil
+}
+
+// Get implements [Store.Get].
+func (m *Memory) Get(ctx context.Context, id string) (*Session, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("sessionstore: get %q: %w", shortID(id), err)
+	}
+	now := time.Now()
+	m.mu.Lock()
+	ms := m.live(id, now)
+	if ms == nil {
+		m.mu.Unlock()
+		return nil, fmt.Errorf("sessionstore: get %q: %w", shortID(id), ErrNotFound)
+	}
+	m.touch(ms, now)
+	s := ms.rec
+	info, caps := ms.info, ms.caps // immutable once stored
+	m.mu.Unlock()
+
+	if err := decodeJSONMembers(&s, info, caps); err != nil {
+		return nil, fmt.Errorf("sessionstore: get %q: %w", shortID(id), err)
+	}
+	return &s, nil
+}
+
+// Update implements [Store.Update].
+func (m *Memory) Update(ctx context.Context, id string, p Patch) error {
+	return m.withLive(ctx, "update", id, true, func(s *memSession) {
+		if p.LogLevel != nil {
+			s.rec.LogLevel = *p.LogLevel
+		}
+		if p.ClientInitialized != nil {
+			s.rec.ClientInitialized = *p.ClientInitialized
+		}
+	})
+}
+
+// Delete implements [Store.Delete].
+func (m *Memory) Delete(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sessionstore: delete %q: %w", shortID(id), err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.live(id, time.Now())
+	if s == nil {
+		return fmt.Errorf("sessionstore: delete %q: %w", shortID(id), ErrNotFound)
+	}
+	m.remove(id, s)
+	return nil
+}
+
+// Subscribe implements [Store.Subscribe].
+func (m *Memory) Subscribe(ctx context.Context, id, uri string) error {
+	return m.withLive(ctx, "subscribe", id, true, func(s *memSession) {
+		if s.subs == nil {
+			s.subs = make(map[string]struct{})
+		}
+		s.subs[uri] = struct{}{}
+	})
+}
+
+// Unsubscribe implements [Store.Unsubscribe].
+func (m *Memory) Unsubscribe(ctx context.Context, id, uri string) error {
+	return m.withLive(ctx, "unsubscribe", id, true, func(s *memSession) {
+		delete(s.subs, uri)
+	})
+}
+
+// Subscriptions implements [Store.Subscriptions].
+func (m *Memory) Subscriptions(ctx context.Context, id string) ([]string, error) {
+	uris := []string{}
+	err := m.withLive(ctx, "subscriptions", id, false, func(s *memSession) {
+		for uri := range s.subs {
+			uris = append(uris, uri)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(uris)
+	return uris, nil
+}

@@ -1,0 +1,221 @@
+package sessionstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mcpfleet/mcpfleet/pkg/protocol"
+)
+
+// Create implements [Store.Create]. Besides the ids [ValidID] refuses, it
+// refuses ids with a brace.
+func (r *Redis) Create(ctx context.Context, s *Session) error {
+	if err := checkNew(s); err != nil {
+		return err
+	}
+	if !r.validID(s.ID) {
+		return fmt.Errorf("sessionstore: create %q: session id with a brace", shortID(s.ID))
+	}
+	info, caps, err := encodeJSONMembers(s)
+	if err != nil {
+		return fmt.Errorf("sessionstore: create %q: %w", shortID(s.ID), err)
+	}
+	keys, logPrefix := r.keys(s.ID)
+	keys = append(keys, r.claimsKey(s.ID))
+	now := nowMilli()
+	ms := now.UnixMilli()
+	created, err := r.run(ctx, scriptCreate, keys,
+		logPrefix, r.ttlMS,
+		fieldID, s.ID,
+		fieldProtocolVersion, s.ProtocolVersion,
+		fieldClientInfo, info,
+		fieldClientCapabilities, caps,
+		fieldLogLevel, string(s.LogLevel),
+		fieldInitialized, flag(s.Initialized),
+		fieldClientInitialized, flag(s.ClientInitialized),
+		fieldPrincipal, s.Principal,
+		fieldCreatedAt, ms,
+		fieldLastSeen, ms,
+		fieldVersion, 1,
+	).Int64()
+	switch {
+	case err != nil:
+		return fmt.Errorf("sessionstore: create %q: %w", shortID(s.ID), err)
+	case created == 0:
+		return fmt.Errorf("sessionstore: create %q: %w", shortID(s.ID), ErrExists)
+	}
+	s.CreatedAt, s.LastSeen = now, now
+	r.cache.drop(s.ID)
+	return nil
+}
+
+// Get implements [Store.Get] in one round trip.
+func (r *Redis) Get(ctx context.Context, id string) (*Session, error) {
+	if !r.validID(id) {
+		return nil, fmt.Errorf("sessionstore: get %q: %w", shortID(id), ErrNotFound)
+	}
+	keys, _ := r.keys(id)
+	now := nowMilli()
+	cached := r.cache.get(id)
+	reply, err := r.run(ctx, scriptGet, keys, r.ttlMS, now.UnixMilli(), cached.version()).StringSlice()
+	if errors.Is(err, redis.Nil) {
+		err = ErrNotFound
+		r.cache.drop(id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sessionstore: get %q: %w", shortID(id), err)
+	}
+	s, err := r.sessionFrom(id, reply, cached)
+	if err != nil {
+		return nil, fmt.Errorf("sessionstore: get %q: %w", shortID(id), err)
+	}
+	s.LastSeen = now
+	return s, nil
+}
+
+// sessionFrom builds the session of a Get or Begin reply: from the cached
+// record when the reply says it is current ({"="}), else from the reply,
+// which then refreshes the cache.
+func (r *Redis) sessionFrom(id string, reply []string, cached *cachedRecord) (*Session, error) {
+	if len(reply) == 1 && reply[0] == "=" {
+		if cached == nil {
+			return nil, fmt.Errorf("malformed reply: current version of an uncached record")
+		}
+		r.cache.hits.Add(1)
+		return cached.session()
+	}
+	c, err := decodeCached(reply)
+	if err != nil {
+		return nil, err
+	}
+	r.cache.put(id, c)
+	return c.session()
+}
+
+// decodeCached reads the HGETALL reply of a record. The JSON members stay
+// encoded: each session handed out decodes its own copy.
+func decodeCached(kv []string) (*cachedRecord, error) {
+	if len(kv)%2 != 0 {
+		return nil, fmt.Errorf("malformed record: %d values", len(kv))
+	}
+	var (
+		c   cachedRecord
+		s   = &c.base
+		err error
+	)
+	for i := 0; i < len(kv) && err == nil; i += 2 {
+		v := kv[i+1]
+		switch kv[i] {
+		case fieldID:
+			s.ID = v
+		case fieldProtocolVersion:
+			s.ProtocolVersion = v
+		case fieldClientInfo:
+			c.info = []byte(v)
+		case fieldClientCapabilities:
+			c.caps = []byte(v)
+		case fieldLogLevel:
+			s.LogLevel = protocol.LoggingLevel(v)
+		case fieldInitialized:
+			s.Initialized = v == "1"
+		case fieldClientInitialized:
+			s.ClientInitialized = v == "1"
+		case fieldPrincipal:
+			s.Principal = v
+		case fieldCreatedAt:
+			s.CreatedAt, err = parseMilli(v)
+		case fieldLastSeen:
+			s.LastSeen, err = parseMilli(v)
+		case fieldVersion:
+			c.ver = v
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("malformed record: %w", err)
+	}
+	if c.info == nil || c.caps == nil {
+		return nil, fmt.Errorf("malformed record: client info or capabilities missing")
+	}
+	return &c, nil
+}
+
+// Update implements [Store.Update].
+func (r *Redis) Update(ctx context.Context, id string, p Patch) error {
+	args := []any{r.ttlMS, fieldLastSeen, nowMilli().UnixMilli()}
+	if p.LogLevel != nil {
+		args = append(args, fieldLogLevel, string(*p.LogLevel))
+	}
+	if p.ClientInitialized != nil {
+		args = append(args, fieldClientInitialized, flag(*p.ClientInitialized))
+	}
+	return r.runLive(ctx, "update", id, scriptUpdate, args...)
+}
+
+// Delete implements [Store.Delete].
+func (r *Redis) Delete(ctx context.Context, id string) error {
+	if !r.validID(id) {
+		return fmt.Errorf("sessionstore: delete %q: %w", shortID(id), ErrNotFound)
+	}
+	keys, logPrefix := r.keys(id)
+	keys = append(keys, r.claimsKey(id))
+	r.cache.drop(id)
+	n, err := r.run(ctx, scriptDelete, keys, logPrefix).Int64()
+	if err == nil && n == 0 {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("sessionstore: delete %q: %w", shortID(id), err)
+	}
+	return nil
+}
+
+// Subscribe implements [Store.Subscribe].
+func (r *Redis) Subscribe(ctx context.Context, id, uri string) error {
+	return r.runLive(ctx, "subscribe", id, scriptSubscribe, r.ttlMS, nowMilli().UnixMilli(), "SADD", uri)
+}
+
+// Unsubscribe implements [Store.Unsubscribe].
+func (r *Redis) Unsubscribe(ctx context.Context, id, uri string) error {
+	return r.runLive(ctx, "unsubscribe", id, scriptSubscribe, r.ttlMS, nowMilli().UnixMilli(), "SREM", uri)
+}
+
+// runLive runs a script on session id that returns 0 when the session is
+// not live and 1 otherwise.
+func (r *Redis) runLive(ctx context.Context, op, id string, script *redis.Script, args ...any) error {
+	if !r.validID(id) {
+		return fmt.Errorf("sessionstore: %s %q: %w", op, shortID(id), ErrNotFound)
+	}
+	keys, _ := r.keys(id)
+	n, err := r.run(ctx, script, keys, args...).Int64()
+	if err == nil && n == 0 {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("sessionstore: %s %q: %w", op, shortID(id), err)
+	}
+	return nil
+}
+
+// Subscriptions implements [Store.Subscriptions].
+func (r *Redis) Subscriptions(ctx context.Context, id string) ([]string, error) {
+	if !r.validID(id) {
+		return nil, fmt.Errorf("sessionstore: subscriptions %q: %w", shortID(id), ErrNotFound)
+	}
+	keys, _ := r.keys(id)
+	uris, err := r.run(ctx, scriptSubscriptions, keys).StringSlice()
+	if errors.Is(err, redis.Nil) {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sessionstore: subscriptions %q: %w", shortID(id), err)
+	}
+	if uris == nil {
+		uris = []string{}
+	}
+	slices.Sort(uris)
+	return uris, nil
+}
