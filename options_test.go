@@ -119,3 +119,17 @@ func TestNewHandlerHonoursContext(t *testing.T) {
 		t.Fatalf("NewHandler with a done context = %v, %v; want nil, context.Canceled", h, err)
 	}
 }
+
+// --drain-timeout refuses a negative value, as RunServe and RunWorker do.
+func TestParseNegativeDrainTimeout(t *testing.T) {
+	for _, r := range []role{roleServe, roleFrontend, roleWorker, roleStdio} {
+		args := []string{"--drain-timeout", "-1s"}
+		if r == roleWorker || r == roleFrontend {
+			args = append(args, "--nats-url", "nats://127.0.0.1:4222")
+		}
+		_, err := parse(t, r, args, nil)
+		if err == nil || !strings.Contains(err.Error(), "--drain-timeout must not be negative") {
+			t.Errorf("%s --drain-timeout -1s: %v", r, err)
+		}
+	}
+}
