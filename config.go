@@ -250,6 +250,9 @@ func (c *config) validate(r role) error {
 	if c.ConnectTimeout < 0 {
 		add("--connect-timeout must not be negative")
 	}
+	if c.DrainTimeout < 0 {
+		add("--drain-timeout must not be negative")
+	}
 	if len(c.ID) > frontend.MaxIDLen {
 		add("--id %q: at most %d bytes", c.ID, frontend.MaxIDLen)
 	}

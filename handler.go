@@ -27,57 +27,75 @@ const DefaultNATSURL = "nats://127.0.0.1:4222"
 
 // HandlerOptions configure [NewHandler]. With a server, the zero value is
 // the all-in-one: an embedded NATS server, an in-process worker and an
-// in-memory session store.
+// in-memory session store. Invalid values make NewHandler fail with an
+// error wrapping [ErrInvalidOptions] before anything connects.
 type HandlerOptions struct {
 	// NATS is an open connection to use; the handler does not close it.
 	// Nil: connect to NATSURL.
+	// default: none (connect to NATSURL)
 	NATS *nats.Conn
 	// NATSURL is the NATS server (a comma-separated list for a cluster).
 	// Empty: an embedded NATS server inside this process when there is a
 	// server to serve, else DefaultNATSURL.
+	// default: embedded with a server, else DefaultNATSURL (nats://127.0.0.1:4222)
 	NATSURL string
 	// NATSListen, with the embedded NATS server, also opens it to other
 	// processes on this address (host:port). Empty: in-process only.
+	// default: none (in-process only)
 	NATSListen string
 	// Store holds legacy sessions; the handler does not close it. Nil:
 	// Frontend.Store, else RedisURL.
+	// default: none (Frontend.Store, else RedisURL)
 	Store sessionstore.Store
 	// RedisURL is the Redis server holding legacy sessions, subscriptions
 	// and stream logs, shared by every frontend of a cluster. Empty: an
 	// in-memory store, which only one frontend can use.
+	// default: none (the in-memory store)
 	RedisURL string
 	// ConnectTimeout is how long the first connection to NATS and to
 	// Redis is retried (a frontend started beside them comes up once they
-	// do); zero means DefaultConnectTimeout, negative one attempt.
+	// do); negative means off: one attempt.
+	// default: DefaultConnectTimeout (1 minute)
 	ConnectTimeout time.Duration
-	// Memory sizes the in-memory store (see sessionstore.Options; zero
-	// fields are its defaults). Its TTL defaults to Frontend.SessionTTL.
+	// Memory sizes the in-memory store (see sessionstore.Options, which
+	// sessionstore validates; zero fields are its defaults). Its TTL
+	// defaults to Frontend.SessionTTL.
+	// default: the zero sessionstore.Options, TTL Frontend.SessionTTL
 	Memory sessionstore.Options
-	// StateKey (mcp.StateKeySize bytes) seals 2026-07-28 requestState;
-	// OldStateKeys still open states sealed before a rotation. Nil: the
-	// server's own configured key; else, on the embedded NATS server, a
-	// random key; else NewHandler fails with ErrNoStateKey (the other
-	// workers of the cluster could not open this worker's states).
-	StateKey     []byte
+	// StateKey (mcp.StateKeySize bytes) seals 2026-07-28 requestState.
+	// Nil: the server's own configured key; else, on the embedded NATS
+	// server, a random key; else NewHandler fails with ErrNoStateKey (the
+	// other workers of the cluster could not open this worker's states).
+	// A key of another size is invalid.
+	// default: the server's key, else random on the embedded NATS, else required
+	StateKey []byte
+	// OldStateKeys still open states sealed before a rotation (with
+	// StateKey only; they never seal).
+	// default: none
 	OldStateKeys [][]byte
 	// Frontend configures the HTTP transport: limits, timeouts,
-	// allow-lists (see frontend.Options; zero fields are its defaults).
-	// Its Store, Logger, Auth and Metrics are filled in when nil.
+	// allow-lists (see frontend.Options, which frontend.New validates;
+	// zero fields are its defaults). Its Store, Logger, Auth and Metrics
+	// are filled in when nil.
+	// default: the zero frontend.Options
 	Frontend frontend.Options
 	// Auth, when set, makes the endpoint an OAuth 2.1 resource server:
-	// every request needs a bearer token (see auth.Options). Nil: no
-	// authentication.
+	// every request needs a bearer token (see auth.Options, which auth.New
+	// validates).
+	// default: none (no authentication)
 	Auth *auth.Options
 	// Worker configures the in-process worker (with a server; see
 	// worker.Options). Its Logger and Metrics are filled in when nil, and
 	// its ID defaults to Frontend.ID.
+	// default: the zero worker.Options
 	Worker worker.Options
 	// Registry receives the metrics of the frontend and worker, and is
 	// what Metrics serves; one registry per Handler (a second would
-	// register the same metrics twice). Nil: a new registry with the Go
-	// runtime and process collectors (NewRegistry).
+	// register the same metrics twice).
+	// default: a new registry with the Go runtime and process collectors (NewRegistry)
 	Registry *prometheus.Registry
-	// Logger; nil means slog.Default().
+	// Logger receives the handler's messages.
+	// default: slog.Default()
 	Logger *slog.Logger
 }
 
@@ -99,8 +117,10 @@ type Handler struct {
 // NewHandler connects to NATS and the session store (or starts the
 // embedded ones), starts an in-process worker serving srv when srv is not
 // nil (the all-in-one; nil: a frontend for the workers on NATS), and
-// returns the endpoint. ctx bounds the start only. On error nothing is
-// left running. opts may be nil.
+// returns the endpoint. ctx bounds the start only: when it ends before
+// the endpoint is up, NewHandler returns ctx.Err() (or, while a
+// connection is retried, an error joining it). On error nothing is left
+// running. opts may be nil.
 func NewHandler(ctx context.Context, srv *mcp.Server, opts *HandlerOptions) (*Handler, error) {
 	o := HandlerOptions{}
 	if opts != nil {
@@ -122,6 +142,9 @@ func NewHandler(ctx context.Context, srv *mcp.Server, opts *HandlerOptions) (*Ha
 
 // start does NewHandler's work; what it opened is in h.closers.
 func (h *Handler) start(ctx context.Context, srv *mcp.Server, o *HandlerOptions) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	embedded := o.NATS == nil && o.NATSURL == "" && srv != nil
 	if srv != nil {
 		// Before anything connects: a worker that cannot share its key
@@ -181,6 +204,9 @@ func (h *Handler) start(ctx context.Context, srv *mcp.Server, o *HandlerOptions)
 		h.log.Info("authentication on", "issuer", ao.Issuer, "audience", ao.Audience)
 	}
 	h.verifier = fo.Auth
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	fe, err := frontend.New(nc, fo)
 	if err != nil {
 		return err
@@ -210,6 +236,14 @@ func (h *Handler) start(ctx context.Context, srv *mcp.Server, o *HandlerOptions)
 		h.closers = append(h.closers, func(ctx context.Context) { _ = w.Shutdown(ctx) })
 	}
 	if err := fe.Start(ctx); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		// ctx ended while the frontend subscribed: it stops here, what
+		// else started is closed by NewHandler.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = fe.Shutdown(sctx)
 		return err
 	}
 	h.fe = fe

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -25,31 +26,58 @@ const (
 )
 
 // ServeOptions configure [RunServe] and [RunFrontend]: the endpoint (see
-// HandlerOptions) and its HTTP server.
+// HandlerOptions) and its HTTP server. Invalid values make the Run
+// function fail with an error wrapping [ErrInvalidOptions] before it
+// listens.
 type ServeOptions struct {
+	// HandlerOptions configure the endpoint (see [NewHandler]).
+	// default: the zero HandlerOptions (the all-in-one with a server)
 	HandlerOptions
-	// Listen is the HTTP address; empty means DefaultListen (loopback).
+	// Listen is the HTTP address (host:port).
+	// default: DefaultListen (127.0.0.1:8080, loopback)
 	Listen string
-	// Path is the MCP endpoint's path; empty means DefaultPath.
+	// Path is the MCP endpoint's path; it must start with "/".
+	// default: DefaultPath (/mcp)
 	Path string
 	// AdminListen, when set, serves /healthz (liveness), /readyz
 	// (readiness: NATS and the store reachable, not draining) and
 	// /metrics on this address, kept off the load balancer. Empty: they
 	// are served beside the MCP endpoint (for development).
+	// default: none (beside the MCP endpoint)
 	AdminListen string
 	// DrainDelay is the lame-duck period of a drain: once ctx ends, the
 	// server reports not ready and goes on serving (each connection closed
 	// after its answer) for this long, so a load balancer (Kubernetes
 	// endpoints) stops sending it requests; then it stops accepting.
 	// Zero means a short grace (a tenth of DrainTimeout, at most a
-	// second) that ends as soon as no connection is open.
+	// second) that ends as soon as no connection is open. Negative is
+	// invalid. (The frontend role's --drain-delay is DefaultDrainDelay.)
+	// default: the short grace
 	DrainDelay time.Duration
-	// DrainTimeout bounds the drain once ctx ends (after DrainDelay);
-	// zero means DefaultDrainTimeout.
+	// DrainTimeout bounds the drain once ctx ends (after DrainDelay).
+	// Negative is invalid.
+	// default: DefaultDrainTimeout (30 s)
 	DrainTimeout time.Duration
 	// Ready, when set, is called with the listening address once the
 	// server accepts connections.
+	// default: none
 	Ready func(addr string)
+}
+
+// validate checks the options of the HTTP server itself (NewHandler
+// checks the embedded HandlerOptions).
+func (o *ServeOptions) validate() error {
+	var errs []error
+	if o.Path != "" && !strings.HasPrefix(o.Path, "/") {
+		errs = append(errs, fmt.Errorf("%w: Path %q must start with /", ErrInvalidOptions, o.Path))
+	}
+	if o.DrainDelay < 0 {
+		errs = append(errs, fmt.Errorf("%w: DrainDelay %v is negative", ErrInvalidOptions, o.DrainDelay))
+	}
+	if o.DrainTimeout < 0 {
+		errs = append(errs, fmt.Errorf("%w: DrainTimeout %v is negative", ErrInvalidOptions, o.DrainTimeout))
+	}
+	return errors.Join(errs...)
 }
 
 // RunServe runs the all-in-one until ctx ends, then drains: srv's
@@ -72,10 +100,15 @@ func RunFrontend(ctx context.Context, opts *ServeOptions) error {
 	return runHTTP(ctx, nil, opts)
 }
 
-func runHTTP(ctx context.Context, srv *mcp.Server, opts *ServeOptions) error {
+// resolveServe returns a copy of opts (nil: the zero options) with the
+// defaults of its zero fields, or the error wrapping ErrInvalidOptions.
+func resolveServe(opts *ServeOptions) (ServeOptions, error) {
 	o := ServeOptions{}
 	if opts != nil {
 		o = *opts
+	}
+	if err := o.validate(); err != nil {
+		return ServeOptions{}, err
 	}
 	if o.Listen == "" {
 		o.Listen = DefaultListen
@@ -83,8 +116,16 @@ func runHTTP(ctx context.Context, srv *mcp.Server, opts *ServeOptions) error {
 	if o.Path == "" {
 		o.Path = DefaultPath
 	}
-	if o.DrainTimeout <= 0 {
+	if o.DrainTimeout == 0 {
 		o.DrainTimeout = DefaultDrainTimeout
+	}
+	return o, nil
+}
+
+func runHTTP(ctx context.Context, srv *mcp.Server, opts *ServeOptions) error {
+	o, err := resolveServe(opts)
+	if err != nil {
+		return err
 	}
 	log := o.Logger
 	if log == nil {

@@ -15,9 +15,10 @@ const StateKeyEnv = "MCPFLEET_STATE_KEY"
 // ErrNoStateKey is returned when a worker on an external NATS has no
 // requestState key: neither StateKey in its options nor
 // mcp.ServerOptions.StateKey. A random key per worker would make every
-// multi-round request whose retry lands on another worker fail.
-var ErrNoStateKey = errors.New("no requestState key: every worker of a cluster must seal 2026-07-28 requestState with the same key; set " +
-	StateKeyEnv + " (or --state-key) on every worker to the same base64 of 32 random bytes (openssl rand -base64 32)")
+// multi-round request whose retry lands on another worker fail. It wraps
+// ErrInvalidOptions.
+var ErrNoStateKey error = &optionsError{msg: "no requestState key: every worker of a cluster must seal 2026-07-28 requestState with the same key; set " +
+	StateKeyEnv + " (or --state-key) on every worker to the same base64 of 32 random bytes (openssl rand -base64 32)"}
 
 // ParseStateKeys decodes a --state-key value: comma-separated base64
 // (standard or URL alphabet, padded or not) keys of mcp.StateKeySize
@@ -50,11 +51,13 @@ func decodeStateKey(s string) ([]byte, error) {
 
 // installStateKey gives srv its requestState keys: key (and old) when
 // set; else the server's own configured key; else, for a single process
-// (shared false), the server's random key; else ErrNoStateKey.
+// (shared false), the server's random key; else ErrNoStateKey. A key of
+// the wrong size is an error wrapping ErrInvalidOptions (with
+// mcp.SetStateKeys's message).
 func installStateKey(srv *mcp.Server, key []byte, old [][]byte, shared bool) error {
 	switch {
 	case key != nil:
-		return srv.SetStateKeys(key, old...)
+		return invalidOptions(srv.SetStateKeys(key, old...))
 	case srv.StateKeyConfigured() || !shared:
 		return nil
 	default:

@@ -12,18 +12,27 @@ import (
 // StdioOptions configure [RunStdio]. The zero value serves the process's
 // stdin and stdout.
 type StdioOptions struct {
-	// In and Out carry the protocol (newline-delimited JSON-RPC); nil
-	// means os.Stdin and os.Stdout. Nothing else is written to Out.
-	In  io.Reader
+	// In carries the client's messages (newline-delimited JSON-RPC).
+	// default: os.Stdin
+	In io.Reader
+	// Out carries the answers and notifications; nothing else is written
+	// to it.
+	// default: os.Stdout
 	Out io.Writer
-	// StateKey and OldStateKeys seal 2026-07-28 requestState; nil keeps
-	// the server's key (random unless configured): one process needs no
-	// shared key.
-	StateKey     []byte
+	// StateKey (mcp.StateKeySize bytes) seals 2026-07-28 requestState;
+	// nil keeps the server's key (random unless configured): one process
+	// needs no shared key. A key of another size is invalid.
+	// default: the server's key
+	StateKey []byte
+	// OldStateKeys still open states sealed before a rotation (with
+	// StateKey only).
+	// default: none
 	OldStateKeys [][]byte
 	// Stdio configures the transport: message cap, timeouts, drain (see
-	// stdio.Options; zero fields are its defaults). Its Logger, which
-	// must not write to Out, defaults to slog.Default().
+	// stdio.Options, which stdio.Serve validates; zero fields are its
+	// defaults). Its Logger, which must not write to Out, defaults to
+	// slog.Default().
+	// default: the zero stdio.Options
 	Stdio stdio.Options
 }
 

@@ -3,6 +3,7 @@ package mcpfleet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -17,40 +18,77 @@ import (
 
 // WorkerOptions configure [RunWorker]. The zero value connects to
 // DefaultNATSURL and needs a state key (StateKey, or
-// mcp.ServerOptions.StateKey).
+// mcp.ServerOptions.StateKey). Invalid values make RunWorker fail with an
+// error wrapping [ErrInvalidOptions] before it connects.
 type WorkerOptions struct {
 	// NATS is an open connection to use; RunWorker drains its own
 	// subscriptions but does not close it. Nil: connect to NATSURL.
+	// default: none (connect to NATSURL)
 	NATS *nats.Conn
-	// NATSURL is the NATS server (a comma-separated list for a cluster);
-	// empty means DefaultNATSURL.
+	// NATSURL is the NATS server (a comma-separated list for a cluster).
+	// default: DefaultNATSURL (nats://127.0.0.1:4222)
 	NATSURL string
 	// StateKey (mcp.StateKeySize bytes) seals 2026-07-28 requestState and
-	// must be the same on every worker; OldStateKeys still open states
-	// sealed before a rotation. Nil: the server's configured key, and
-	// without one RunWorker fails with ErrNoStateKey.
-	StateKey     []byte
+	// must be the same on every worker. Nil: the server's configured key,
+	// and without one RunWorker fails with ErrNoStateKey. A key of
+	// another size is invalid.
+	// default: none (required unless the server has one)
+	StateKey []byte
+	// OldStateKeys still open states sealed before a rotation (they never
+	// seal); each is mcp.StateKeySize bytes.
+	// default: none
 	OldStateKeys [][]byte
 	// Worker configures the worker: its id, the tools, prompts and
 	// resources it serves (Filter), caps and timeouts (see
-	// worker.Options). Its Logger and Metrics are filled in when nil.
+	// worker.Options, which worker.New validates). Its Logger and Metrics
+	// are filled in when nil.
+	// default: the zero worker.Options, with this Logger and Registry
 	Worker worker.Options
 	// AdminListen, when set, serves /healthz, /readyz (NATS connected,
-	// not draining) and /metrics on this address. Empty: none.
+	// not draining) and /metrics on this address.
+	// default: none (off)
 	AdminListen string
 	// ConnectTimeout is how long the first NATS connection is retried;
-	// zero means DefaultConnectTimeout, negative one attempt.
+	// negative means off: one attempt.
+	// default: DefaultConnectTimeout (1 minute)
 	ConnectTimeout time.Duration
-	// Registry receives the worker's metrics; nil means a new registry
-	// (NewRegistry).
+	// Registry receives the worker's metrics.
+	// default: a new registry (NewRegistry)
 	Registry *prometheus.Registry
-	// DrainTimeout bounds the drain once ctx ends; zero means
-	// DefaultDrainTimeout.
+	// DrainTimeout bounds the drain once ctx ends. Negative is invalid.
+	// default: DefaultDrainTimeout (30 s)
 	DrainTimeout time.Duration
-	// Logger; nil means slog.Default().
+	// Logger receives the worker's messages.
+	// default: slog.Default()
 	Logger *slog.Logger
 	// Ready, when set, is called once the worker takes requests.
+	// default: none
 	Ready func()
+}
+
+// resolveWorker returns a copy of opts (nil: the zero options) with the
+// defaults of its zero fields, or the error wrapping ErrInvalidOptions.
+func resolveWorker(opts *WorkerOptions) (WorkerOptions, error) {
+	o := WorkerOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	if err := o.validate(); err != nil {
+		return WorkerOptions{}, err
+	}
+	if o.DrainTimeout == 0 {
+		o.DrainTimeout = DefaultDrainTimeout
+	}
+	return o, nil
+}
+
+// validate checks o; the state keys are checked as they are installed,
+// the embedded worker.Options by worker.New.
+func (o *WorkerOptions) validate() error {
+	if o.DrainTimeout < 0 {
+		return fmt.Errorf("%w: DrainTimeout %v is negative", ErrInvalidOptions, o.DrainTimeout)
+	}
+	return nil
 }
 
 // RunWorker serves srv's tools, prompts and resources to the frontends
@@ -61,16 +99,13 @@ func RunWorker(ctx context.Context, srv *mcp.Server, opts *WorkerOptions) error 
 	if srv == nil {
 		return ErrNoServer
 	}
-	o := WorkerOptions{}
-	if opts != nil {
-		o = *opts
+	o, err := resolveWorker(opts)
+	if err != nil {
+		return err
 	}
 	log := o.Logger
 	if log == nil {
 		log = slog.Default()
-	}
-	if o.DrainTimeout <= 0 {
-		o.DrainTimeout = DefaultDrainTimeout
 	}
 	if err := installStateKey(srv, o.StateKey, o.OldStateKeys, true); err != nil {
 		return err

@@ -26,38 +26,85 @@ import (
 )
 
 // Options configure a Verifier. Issuer, Audience and one of JWKSFile and
-// JWKSURL are required.
+// JWKSURL are required; see [Options.Validate] for what else is invalid.
 type Options struct {
 	// Issuer is the authorization server's issuer; tokens must carry it
 	// as iss.
+	// default: none (required)
 	Issuer string
 	// Audience is this resource's identifier (its canonical URL, e.g.
 	// https://mcp.example.com/mcp); tokens must name it in aud.
+	// default: none (required)
 	Audience string
-	// JWKSFile or JWKSURL gives the token signing keys.
+	// JWKSFile is a file holding the token signing keys (a JWKS); exactly
+	// one of JWKSFile and JWKSURL is required.
+	// default: none (required unless JWKSURL)
 	JWKSFile string
-	JWKSURL  string
-	// Refresh is how often the JWKS is fetched again (keys rotate); zero
-	// means 5 minutes. A token signed by an unknown key id triggers a fetch
-	// at most every MinRefresh (zero: 10 s).
-	Refresh    time.Duration
+	// JWKSURL is where the token signing keys (a JWKS) are fetched;
+	// exactly one of JWKSFile and JWKSURL is required.
+	// default: none (required unless JWKSFile)
+	JWKSURL string
+	// Refresh is how often the JWKS is fetched again (keys rotate).
+	// Negative is invalid.
+	// default: 5 minutes
+	Refresh time.Duration
+	// MinRefresh is how often, at most, a token signed by an unknown key
+	// id triggers a fetch. Negative is invalid.
+	// default: 10 s
 	MinRefresh time.Duration
-	// Leeway is the clock skew allowed on exp and nbf; zero means 30 s.
+	// Leeway is the clock skew allowed on exp and nbf; negative means off:
+	// no skew allowed.
+	// default: 30 s
 	Leeway time.Duration
 	// RequiredScopes must all be granted for any access.
+	// default: none
 	RequiredScopes []string
-	// AuthorizationServers are listed in the metadata document (default:
-	// Issuer).
+	// AuthorizationServers are listed in the metadata document.
+	// default: Issuer
 	AuthorizationServers []string
 	// ScopesSupported are listed in the metadata document.
+	// default: none
 	ScopesSupported []string
 	// MetadataURL is the metadata document's absolute URL named in
 	// WWW-Authenticate; empty means derived from each request's host.
+	// default: derived from each request
 	MetadataURL string
-	// HTTPClient fetches JWKSURL; nil means a client with a 10 s timeout.
+	// HTTPClient fetches JWKSURL.
+	// default: a client with a 10 s timeout
 	HTTPClient *http.Client
-	// Logger; nil means slog.Default().
+	// Logger receives the failed refreshes of the JWKS.
+	// default: slog.Default()
 	Logger *slog.Logger
+}
+
+// ErrInvalidOptions is wrapped by every error about Options: what
+// [Options.Validate] reports, and [New] returns.
+var ErrInvalidOptions = errors.New("auth: invalid options")
+
+// optionsError is an options error whose message predates
+// ErrInvalidOptions and is kept as it was; it wraps ErrInvalidOptions.
+type optionsError struct{ msg string }
+
+func (e *optionsError) Error() string { return e.msg }
+func (e *optionsError) Unwrap() error { return ErrInvalidOptions }
+
+// Validate reports what is invalid in o, wrapping ErrInvalidOptions: no
+// Issuer, no Audience, not exactly one of JWKSFile and JWKSURL, a
+// negative Refresh or MinRefresh. The keys are not loaded.
+func (o *Options) Validate() error {
+	switch {
+	case o.Issuer == "":
+		return &optionsError{"auth: an issuer is required"}
+	case o.Audience == "":
+		return &optionsError{"auth: an audience (this resource's URL) is required"}
+	case (o.JWKSFile == "") == (o.JWKSURL == ""):
+		return &optionsError{"auth: exactly one of a JWKS file and a JWKS URL is required"}
+	case o.Refresh < 0:
+		return fmt.Errorf("%w: Refresh %v is negative", ErrInvalidOptions, o.Refresh)
+	case o.MinRefresh < 0:
+		return fmt.Errorf("%w: MinRefresh %v is negative", ErrInvalidOptions, o.MinRefresh)
+	}
+	return nil
 }
 
 // MetadataPath is where the protected-resource metadata is served.
@@ -103,23 +150,27 @@ type Verifier struct {
 }
 
 // New returns a Verifier; it loads the keys once (failing if it cannot).
+// Invalid options are an error wrapping ErrInvalidOptions (see
+// [Options.Validate]); a ctx done before the keys are loaded is
+// ctx.Err().
 func New(ctx context.Context, opts Options) (*Verifier, error) {
-	switch {
-	case opts.Issuer == "":
-		return nil, errors.New("auth: an issuer is required")
-	case opts.Audience == "":
-		return nil, errors.New("auth: an audience (this resource's URL) is required")
-	case (opts.JWKSFile == "") == (opts.JWKSURL == ""):
-		return nil, errors.New("auth: exactly one of a JWKS file and a JWKS URL is required")
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
-	if opts.Refresh <= 0 {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if opts.Refresh == 0 {
 		opts.Refresh = 5 * time.Minute
 	}
-	if opts.MinRefresh <= 0 {
+	if opts.MinRefresh == 0 {
 		opts.MinRefresh = 10 * time.Second
 	}
-	if opts.Leeway <= 0 {
+	switch {
+	case opts.Leeway == 0:
 		opts.Leeway = 30 * time.Second
+	case opts.Leeway < 0:
+		opts.Leeway = 0 // off: exp and nbf exactly
 	}
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{Timeout: 10 * time.Second}

@@ -22,28 +22,53 @@ type SubscriptionSource interface {
 }
 
 // Options configure a Registry. The zero value is valid but for the
-// required fields noted.
+// required fields noted; see [Options.Validate] for what is invalid.
 type Options struct {
 	// Subjects builds bus subjects.
+	// default: the zero bus.Subjects (the default prefix)
 	Subjects bus.Subjects
 	// Subscriptions gives legacy sessions' URIs. Required for session
 	// streams.
+	// default: none (required for session streams)
 	Subscriptions SubscriptionSource
 	// Buffer is the number of messages buffered per legacy session
-	// stream; zero means 256.
+	// stream. Negative is invalid.
+	// default: 256
 	Buffer int
 	// ListenBuffer is the number of messages buffered per listen stream
-	// (a stream that falls this far behind ends as a slow reader); zero
-	// means 32. Listen streams are many and mostly idle: their buffer is
-	// most of what an idle one costs.
+	// (a stream that falls this far behind ends as a slow reader). Listen
+	// streams are many and mostly idle: their buffer is most of what an
+	// idle one costs. Negative is invalid.
+	// default: 32
 	ListenBuffer int
 	// MaxListen caps the listen streams open at once on this registry;
-	// zero means 1000, negative means unlimited.
+	// negative means off: unlimited.
+	// default: 1000
 	MaxListen int
-	// MaxListenPerClient caps one client's listen streams (zero: no cap).
+	// MaxListenPerClient caps one client's listen streams; negative
+	// means off too.
+	// default: off (no cap)
 	MaxListenPerClient int
-	// Logger; nil means slog.Default().
+	// Logger receives the registry's messages.
+	// default: slog.Default()
 	Logger *slog.Logger
+}
+
+// ErrInvalidOptions is wrapped by every error about Options: what
+// [Options.Validate] reports and [Registry.Start] returns.
+var ErrInvalidOptions = errors.New("listen: invalid options")
+
+// Validate reports what is invalid in o, wrapping ErrInvalidOptions: a
+// negative Buffer or ListenBuffer.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.Buffer < 0 {
+		errs = append(errs, fmt.Errorf("%w: Buffer %d is negative", ErrInvalidOptions, o.Buffer))
+	}
+	if o.ListenBuffer < 0 {
+		errs = append(errs, fmt.Errorf("%w: ListenBuffer %d is negative", ErrInvalidOptions, o.ListenBuffer))
+	}
+	return errors.Join(errs...)
 }
 
 // Errors of Open*.
@@ -84,9 +109,10 @@ const (
 
 // Registry feeds the streams of one frontend. Safe for concurrent use.
 type Registry struct {
-	nc   *nats.Conn
-	opts Options
-	log  *slog.Logger
+	nc     *nats.Conn
+	opts   Options
+	log    *slog.Logger
+	optErr error // what Options.Validate reported, returned by Start
 
 	mu        sync.Mutex // guards everything below
 	closed    bool
@@ -172,12 +198,14 @@ func (s *stream) offer(msg []byte) bool {
 	}
 }
 
-// New returns a registry; call Start before opening streams.
+// New returns a registry; call Start before opening streams. Invalid
+// options (see [Options.Validate]) are reported by Start.
 func New(nc *nats.Conn, opts Options) *Registry {
-	if opts.Buffer <= 0 {
+	optErr := opts.Validate()
+	if opts.Buffer <= 0 { // negative: invalid, reported by Start
 		opts.Buffer = 256
 	}
-	if opts.ListenBuffer <= 0 {
+	if opts.ListenBuffer <= 0 { // negative: as Buffer
 		opts.ListenBuffer = 32
 	}
 	if opts.MaxListen == 0 {
@@ -188,14 +216,18 @@ func New(nc *nats.Conn, opts Options) *Registry {
 		log = slog.Default()
 	}
 	return &Registry{
-		nc: nc, opts: opts, log: log,
+		nc: nc, opts: opts, log: log, optErr: optErr,
 		sessions: map[string]*session{}, uris: map[string]*uriEntry{}, listens: map[listenKey]*ListenStream{},
 		tasks: map[string]*taskEntry{}, perClient: map[string]int{},
 	}
 }
 
-// Start subscribes to list_changed events.
+// Start subscribes to list_changed events. Invalid options are an error
+// wrapping ErrInvalidOptions, and nothing is subscribed.
 func (r *Registry) Start() error {
+	if r.optErr != nil {
+		return r.optErr
+	}
 	sub, err := r.nc.Subscribe(r.opts.Subjects.AllListChanged(), r.onListChanged)
 	if err != nil {
 		return fmt.Errorf("listen: subscribing to list_changed: %w", err)

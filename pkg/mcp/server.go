@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -14,44 +15,102 @@ import (
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 )
 
-// ServerOptions configure a Server. The zero value is valid.
+// ServerOptions configure a Server. The zero value is valid; see
+// [ServerOptions.Validate] for what is not.
 type ServerOptions struct {
 	// Instructions are returned by initialize and server/discover.
+	// default: none
 	Instructions string
-	// PageSize is the page length of list results; zero means 500.
+	// PageSize is the page length of list results. Negative is invalid.
+	// default: 500
 	PageSize int
-	// CacheTTL is the modern-era ttlMs of list, read and discover results;
-	// zero means 0 ms (clients revalidate every time). Negative is invalid.
+	// CacheTTL is the modern-era ttlMs of list, read and discover results
+	// (0 ms: clients revalidate every time); negative means off, the same
+	// 0 ms.
+	// default: 0 ms
 	CacheTTL time.Duration
-	// CacheScope is "public" (the default when empty) or "private".
+	// CacheScope is "public" or "private"; anything else is invalid.
+	// default: "public"
 	CacheScope string
 	// ResourceSubscriptions declares resources.subscribe (legacy
 	// resources/subscribe and modern listen resourceSubscriptions). The
 	// transport stores the subscriptions; SubscribeHook may veto them.
+	// default: false
 	ResourceSubscriptions bool
 	// SubscribeHook, when set, is asked before a legacy subscribe or
 	// unsubscribe is recorded; returning an error refuses it (a
 	// *protocol.Error is sent as is, others as -32603).
+	// default: none (every subscription is recorded)
 	SubscribeHook func(ctx context.Context, req *Request, uri string, subscribe bool) error
 	// RootsListChanged is called when a legacy client sends
 	// notifications/roots/list_changed.
+	// default: none
 	RootsListChanged func(ctx context.Context, req *Request)
 	// Logger receives handler panics and internal errors; nil means
 	// slog.Default() at the time of each message (so a program that sets
 	// its default logger after building the server, as mcpfleet.Main
 	// does, gets the server's messages in it).
+	// default: slog.Default()
 	Logger *slog.Logger
 	// StateKey seals the requestState of 2026-07-28 multi-round requests
-	// (XChaCha20-Poly1305, StateKeySize bytes). Every worker of a cluster
-	// must share it so a retry can land on any of them. Nil means a random
-	// key for this process (fine for one worker).
+	// (XChaCha20-Poly1305, StateKeySize bytes; another size is invalid).
+	// Every worker of a cluster must share it so a retry can land on any
+	// of them. Nil means a random key for this process (fine for one
+	// worker).
+	// default: random (for this process)
 	StateKey []byte
 	// OldStateKeys still open states sealed before a key rotation (they
-	// never seal).
+	// never seal); each is StateKeySize bytes.
+	// default: none
 	OldStateKeys [][]byte
-	// StateTTL is how long a requestState stays valid; zero means 10
-	// minutes.
+	// StateTTL is how long a requestState stays valid. Negative is
+	// invalid.
+	// default: 10 minutes
 	StateTTL time.Duration
+}
+
+// ErrInvalidOptions is wrapped by the errors about a Server's options:
+// what [ServerOptions.Validate] reports (and [NewServer] panics with), and
+// a requestState key of the wrong size given to [Server.SetStateKeys].
+var ErrInvalidOptions = errors.New("mcp: invalid options")
+
+// optionsError is an options error whose message predates
+// ErrInvalidOptions and is kept as it was; it wraps ErrInvalidOptions.
+type optionsError struct{ msg string }
+
+func (e *optionsError) Error() string { return e.msg }
+func (e *optionsError) Unwrap() error { return ErrInvalidOptions }
+
+// Validate reports what is invalid in o, wrapping ErrInvalidOptions: a
+// negative PageSize or StateTTL, a CacheScope other than "public" and
+// "private", a StateKey or OldStateKeys entry of a size other than
+// StateKeySize. Nil o is valid.
+func (o *ServerOptions) Validate() error {
+	if o == nil {
+		return nil
+	}
+	var errs []error
+	if o.PageSize < 0 {
+		errs = append(errs, fmt.Errorf("%w: PageSize %d is negative", ErrInvalidOptions, o.PageSize))
+	}
+	switch o.CacheScope {
+	case "", protocol.CacheScopePublic, protocol.CacheScopePrivate:
+	default:
+		errs = append(errs, fmt.Errorf("%w: CacheScope %q: want %q or %q", ErrInvalidOptions, o.CacheScope, protocol.CacheScopePublic, protocol.CacheScopePrivate))
+	}
+	if o.StateTTL < 0 {
+		errs = append(errs, fmt.Errorf("%w: StateTTL %v is negative", ErrInvalidOptions, o.StateTTL))
+	}
+	if o.StateKey != nil || o.OldStateKeys != nil {
+		key := o.StateKey
+		if key == nil {
+			key = make([]byte, StateKeySize) // the random key NewServer makes
+		}
+		if _, err := newSealer(key, o.OldStateKeys...); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // ToolHandler handles tools/call for a tool registered with [Server.AddTool].
@@ -120,13 +179,18 @@ type template struct {
 }
 
 // NewServer returns a server identified by info. opts may be nil. It panics
-// when opts.StateKey has the wrong length (a programming error).
+// when opts are invalid, with the error of [ServerOptions.Validate]
+// (wrapping ErrInvalidOptions): a programming error, such as a StateKey of
+// the wrong length.
 func NewServer(info protocol.Implementation, opts *ServerOptions) *Server {
+	if err := opts.Validate(); err != nil {
+		panic(err)
+	}
 	s := &Server{info: info}
 	if opts != nil {
 		s.opts = *opts
 	}
-	if s.opts.PageSize <= 0 {
+	if s.opts.PageSize == 0 {
 		s.opts.PageSize = 500
 	}
 	if s.opts.CacheScope == "" {
@@ -135,7 +199,7 @@ func NewServer(info protocol.Implementation, opts *ServerOptions) *Server {
 	if s.opts.CacheTTL < 0 {
 		s.opts.CacheTTL = 0
 	}
-	if s.opts.StateTTL <= 0 {
+	if s.opts.StateTTL == 0 {
 		s.opts.StateTTL = 10 * time.Minute
 	}
 	key, configured := s.opts.StateKey, s.opts.StateKey != nil

@@ -37,7 +37,7 @@ func newSealer(key []byte, old ...[]byte) (*sealer, error) {
 	s := &sealer{}
 	for _, k := range append([][]byte{key}, old...) {
 		if len(k) != StateKeySize {
-			return nil, fmt.Errorf("mcp: a requestState key must be %d bytes, got %d", StateKeySize, len(k))
+			return nil, &optionsError{fmt.Sprintf("mcp: a requestState key must be %d bytes, got %d", StateKeySize, len(k))}
 		}
 		aead, err := chacha20poly1305.NewX(k)
 		if err != nil {
@@ -55,10 +55,11 @@ func newSealer(key []byte, old ...[]byte) (*sealer, error) {
 // (StateKeySize bytes) seals from now on, and states sealed with key or
 // any of old still open (old keys never seal). It is how a server built
 // without [ServerOptions.StateKey] gets the cluster's key afterwards (a
-// --state-key flag); a key of the wrong size is an error and changes
-// nothing. Safe to call while requests are served: each request seals and
-// opens with the keys current when it gets there, so a state sealed with
-// the replaced key opens only when that key is among old.
+// --state-key flag); a key of the wrong size is an error (wrapping
+// ErrInvalidOptions) and changes nothing. Safe to call while requests
+// are served: each request seals and opens with the keys current when
+// it gets there, so a state sealed with the replaced key opens only when
+// that key is among old.
 func (s *Server) SetStateKeys(key []byte, old ...[]byte) error {
 	sl, err := newSealer(key, old...)
 	if err != nil {
