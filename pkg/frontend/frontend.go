@@ -25,6 +25,7 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/pkg/auth"
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
+	"github.com/mcpfleet/mcpfleet/pkg/limits"
 	"github.com/mcpfleet/mcpfleet/pkg/listen"
 	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
 	"github.com/nats-io/nats.go"
@@ -152,7 +153,7 @@ type Frontend struct {
 	ctlSub  *nats.Subscription
 	taskSub *nats.Subscription // task writes from workers
 	taskWG  sync.WaitGroup     // task writes being applied
-	limits  *limiter
+	limits  *limits.Limiter
 	reg     *listen.Registry
 	fleet   *fleet
 
@@ -219,20 +220,10 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 	if opts.ListenKeepAlive == 0 {
 		opts.ListenKeepAlive = 15 * time.Second
 	}
-	defaultInt(&opts.MaxStringBytes, 2<<20)
-	defaultInt(&opts.MaxArrayLen, 10000)
-	defaultInt(&opts.MaxInFlightPerSession, 64)
-	defaultInt(&opts.MaxInFlightPerPrincipal, 256)
-	defaultInt(&opts.RateBurst, 100)
-	defaultInt(&opts.MaxSessionsPerPrincipal, 100)
 	defaultInt(&opts.MaxListenPerPrincipal, 32)
 	defaultInt(&opts.MaxInitializeBytes, 64<<10)
-	defaultInt(&opts.MaxSubscriptionsPerSession, 1000)
 	if opts.SessionTTL <= 0 {
 		opts.SessionTTL = 30 * time.Minute
-	}
-	if opts.RatePerPrincipal == 0 {
-		opts.RatePerPrincipal = 50
 	}
 	hc, err := newAllowList(opts.AllowedHosts, opts.AllowedOrigins)
 	if err != nil {
@@ -260,7 +251,9 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 		Subjects: opts.Subjects, Subscriptions: opts.Store, Buffer: opts.StreamBuffer,
 		MaxListen: maxListen, MaxListenPerClient: perClient, Logger: f.log,
 	})
-	f.limits = newLimiter()
+	if f.limits, err = newLimits(&opts, opts.SessionTTL, f.log); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
 	return f, nil
 }
 

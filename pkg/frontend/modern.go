@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/httpx"
+	"github.com/mcpfleet/mcpfleet/pkg/limits"
 	"github.com/mcpfleet/mcpfleet/pkg/listen"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
@@ -294,7 +295,7 @@ func (f *Frontend) serveListen(w http.ResponseWriter, r *http.Request, msg *prot
 // Limits of one listen stream's filter.
 const (
 	maxListenURIs = 256
-	maxURILen     = 4096
+	maxURILen     = limits.MaxURILen
 	maxTaskIDLen  = 256 // task ids this server makes are 22 bytes
 )
 
