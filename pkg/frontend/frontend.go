@@ -28,6 +28,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/pkg/limits"
 	"github.com/mcpfleet/mcpfleet/pkg/listen"
 	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
+	"github.com/mcpfleet/mcpfleet/pkg/tasks/taskhttp"
 	"github.com/nats-io/nats.go"
 )
 
@@ -151,8 +152,7 @@ type Frontend struct {
 
 	sub     *nats.Subscription
 	ctlSub  *nats.Subscription
-	taskSub *nats.Subscription // task writes from workers
-	taskWG  sync.WaitGroup     // task writes being applied
+	taskAPI *taskhttp.Handler // the task methods and the workers' task writes
 	limits  *limits.Limiter
 	reg     *listen.Registry
 	fleet   *fleet
@@ -242,6 +242,9 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 		maxListen = 1000
 	}
 	f.fleet = newFleet(f)
+	if f.taskAPI, err = newTasks(f); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
 	f.hub = newHub(f)
 	perClient := 0 // without Auth a client is its connection: no principal to cap
 	if opts.Auth != nil {
@@ -277,7 +280,8 @@ func (f *Frontend) Start(ctx context.Context) (err error) {
 		if err != nil {
 			f.fleet.shutdown()
 			f.reg.Shutdown()
-			for _, s := range []*nats.Subscription{f.sub, f.ctlSub, f.taskSub} {
+			f.taskAPI.Close()
+			for _, s := range []*nats.Subscription{f.sub, f.ctlSub} {
 				if s != nil {
 					_ = s.Unsubscribe()
 				}
@@ -291,7 +295,7 @@ func (f *Frontend) Start(ctx context.Context) (err error) {
 	if f.ctlSub, err = f.nc.Subscribe(f.subj.FrontendControl(f.id), func(m *nats.Msg) { _ = m.Respond([]byte("ok")) }); err != nil {
 		return fmt.Errorf("frontend: subscribing to its control subject: %w", err)
 	}
-	if f.taskSub, err = f.startTaskWriter(); err != nil {
+	if err = f.taskAPI.Start(ctx); err != nil {
 		return fmt.Errorf("frontend: subscribing to task writes: %w", err)
 	}
 	if err = f.reg.Start(); err != nil {
@@ -326,7 +330,7 @@ func (f *Frontend) Shutdown(ctx context.Context) error {
 		err = ctx.Err()
 	}
 	f.hub.stop()
-	f.stopTaskWriter(ctx)
+	f.taskAPI.Stop(ctx)
 	f.fleet.shutdown()
 	if f.sub != nil {
 		_ = f.sub.Unsubscribe()
