@@ -25,8 +25,10 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/pkg/auth"
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
+	"github.com/mcpfleet/mcpfleet/pkg/limits"
 	"github.com/mcpfleet/mcpfleet/pkg/listen"
 	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
+	"github.com/mcpfleet/mcpfleet/pkg/tasks/taskhttp"
 	"github.com/nats-io/nats.go"
 )
 
@@ -150,9 +152,8 @@ type Frontend struct {
 
 	sub     *nats.Subscription
 	ctlSub  *nats.Subscription
-	taskSub *nats.Subscription // task writes from workers
-	taskWG  sync.WaitGroup     // task writes being applied
-	limits  *limiter
+	taskAPI *taskhttp.Handler // the task methods and the workers' task writes
+	limits  *limits.Limiter
 	reg     *listen.Registry
 	fleet   *fleet
 
@@ -219,20 +220,10 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 	if opts.ListenKeepAlive == 0 {
 		opts.ListenKeepAlive = 15 * time.Second
 	}
-	defaultInt(&opts.MaxStringBytes, 2<<20)
-	defaultInt(&opts.MaxArrayLen, 10000)
-	defaultInt(&opts.MaxInFlightPerSession, 64)
-	defaultInt(&opts.MaxInFlightPerPrincipal, 256)
-	defaultInt(&opts.RateBurst, 100)
-	defaultInt(&opts.MaxSessionsPerPrincipal, 100)
 	defaultInt(&opts.MaxListenPerPrincipal, 32)
 	defaultInt(&opts.MaxInitializeBytes, 64<<10)
-	defaultInt(&opts.MaxSubscriptionsPerSession, 1000)
 	if opts.SessionTTL <= 0 {
 		opts.SessionTTL = 30 * time.Minute
-	}
-	if opts.RatePerPrincipal == 0 {
-		opts.RatePerPrincipal = 50
 	}
 	hc, err := newAllowList(opts.AllowedHosts, opts.AllowedOrigins)
 	if err != nil {
@@ -251,6 +242,9 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 		maxListen = 1000
 	}
 	f.fleet = newFleet(f)
+	if f.taskAPI, err = newTasks(f); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
 	f.hub = newHub(f)
 	perClient := 0 // without Auth a client is its connection: no principal to cap
 	if opts.Auth != nil {
@@ -260,7 +254,9 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 		Subjects: opts.Subjects, Subscriptions: opts.Store, Buffer: opts.StreamBuffer,
 		MaxListen: maxListen, MaxListenPerClient: perClient, Logger: f.log,
 	})
-	f.limits = newLimiter()
+	if f.limits, err = newLimits(&opts, opts.SessionTTL, f.log); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
 	return f, nil
 }
 
@@ -284,7 +280,8 @@ func (f *Frontend) Start(ctx context.Context) (err error) {
 		if err != nil {
 			f.fleet.shutdown()
 			f.reg.Shutdown()
-			for _, s := range []*nats.Subscription{f.sub, f.ctlSub, f.taskSub} {
+			f.taskAPI.Close()
+			for _, s := range []*nats.Subscription{f.sub, f.ctlSub} {
 				if s != nil {
 					_ = s.Unsubscribe()
 				}
@@ -298,7 +295,7 @@ func (f *Frontend) Start(ctx context.Context) (err error) {
 	if f.ctlSub, err = f.nc.Subscribe(f.subj.FrontendControl(f.id), func(m *nats.Msg) { _ = m.Respond([]byte("ok")) }); err != nil {
 		return fmt.Errorf("frontend: subscribing to its control subject: %w", err)
 	}
-	if f.taskSub, err = f.startTaskWriter(); err != nil {
+	if err = f.taskAPI.Start(ctx); err != nil {
 		return fmt.Errorf("frontend: subscribing to task writes: %w", err)
 	}
 	if err = f.reg.Start(); err != nil {
@@ -333,7 +330,7 @@ func (f *Frontend) Shutdown(ctx context.Context) error {
 		err = ctx.Err()
 	}
 	f.hub.stop()
-	f.stopTaskWriter(ctx)
+	f.taskAPI.Stop(ctx)
 	f.fleet.shutdown()
 	if f.sub != nil {
 		_ = f.sub.Unsubscribe()

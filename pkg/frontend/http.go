@@ -130,7 +130,7 @@ func (f *Frontend) servePost(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := f.checkSizes(msg, body); err != nil {
 		id := msg.ID
-		if f.opts.MaxStringBytes > 0 && len(id.Str()) > f.opts.MaxStringBytes {
+		if n := f.limits.MaxStringBytes(); n > 0 && len(id.Str()) > n {
 			id = protocol.ID{} // the id itself is what is too long: not echoed
 		}
 		httpx.WriteError(w, http.StatusBadRequest, id, protocol.NewError(protocol.CodeInvalidRequest, "invalid request: %v", err))

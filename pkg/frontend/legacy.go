@@ -13,6 +13,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/pkg/mcp"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
+	"github.com/mcpfleet/mcpfleet/pkg/tasks/taskhttp"
 	"github.com/nats-io/nats.go"
 )
 
@@ -296,9 +297,9 @@ func (f *Frontend) legacyRequest(w http.ResponseWriter, r *http.Request, sess *s
 		httpx.WriteJSON(w, http.StatusOK, resp, nil)
 		return
 	}
-	if legacyTaskMethod(msg.Method) {
+	if taskhttp.IsLegacyMethod(msg.Method) {
 		defer f.release(c) // the id stays claimed while tasks/result waits
-		f.legacyTask(w, r, sess.ID, msg)
+		f.taskAPI.ServeLegacy(w, r, sess.ID, msg)
 		return
 	}
 	if msg.Method == protocol.MethodToolsCall && !f.toolScopesOK(w, r, msg, head.Name) {
@@ -397,7 +398,7 @@ func (f *Frontend) legacyNotification(ctx context.Context, sess *sessionstore.Se
 // clientAnswer routes a client's answer to a server-to-client request to
 // the worker that asked, whichever it is.
 func (f *Frontend) clientAnswer(w http.ResponseWriter, r *http.Request, sess *sessionstore.Session, msg *protocol.Message, body []byte) {
-	if f.legacyTaskAnswer(w, r, sess.ID, msg) {
+	if f.taskAPI.LegacyAnswer(w, r, sess.ID, msg) {
 		return
 	}
 	worker, ok := bus.ParseServerRequestID(msg.ID)

@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/httpx"
+	"github.com/mcpfleet/mcpfleet/pkg/limits"
 	"github.com/mcpfleet/mcpfleet/pkg/listen"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
-	"github.com/mcpfleet/mcpfleet/pkg/tasks"
+	"github.com/mcpfleet/mcpfleet/pkg/tasks/taskhttp"
 )
 
 // postModern serves a 2026-07-28 request: self-contained, no session.
@@ -43,9 +44,8 @@ func (f *Frontend) postModern(w http.ResponseWriter, r *http.Request, msg *proto
 		f.serveListen(w, r, msg, head)
 		return
 	}
-	switch msg.Method {
-	case protocol.MethodTasksGet, protocol.MethodTasksUpdate, protocol.MethodTasksCancel:
-		f.serveTask(w, r, msg, head)
+	if taskhttp.IsModernMethod(msg.Method) {
+		f.taskAPI.ServeModern(w, r, msg, head)
 		return
 	}
 	if head.RequestState != nil {
@@ -220,7 +220,7 @@ func (f *Frontend) serveListen(w http.ResponseWriter, r *http.Request, msg *prot
 	tasks := protocol.DeclaresTasks(head.Meta.ClientCapabilities)
 	filter := listen.Honoured(p.Notifications, tasks)
 	if len(filter.TaskIDs) > 0 {
-		owned, err := f.ownTasks(r, filter.TaskIDs)
+		owned, err := f.taskAPI.OwnTasks(r.Context(), principalOf(r), filter.TaskIDs)
 		if err != nil {
 			f.log.Warn("frontend: checking a listen stream's tasks", "err", err)
 			httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "store unavailable; retry"))
@@ -294,7 +294,7 @@ func (f *Frontend) serveListen(w http.ResponseWriter, r *http.Request, msg *prot
 // Limits of one listen stream's filter.
 const (
 	maxListenURIs = 256
-	maxURILen     = 4096
+	maxURILen     = limits.MaxURILen
 	maxTaskIDLen  = 256 // task ids this server makes are 22 bytes
 )
 
@@ -310,28 +310,6 @@ func checkFilterList(name string, list []string, maxLen int) *protocol.Error {
 		}
 	}
 	return nil
-}
-
-// ownTasks returns the ids of ids that name tasks of the caller's
-// principal: another principal's task, a legacy session's task or an
-// unknown id is dropped from the acknowledged filter, as if it did not
-// exist (its notifications would carry its result).
-func (f *Frontend) ownTasks(r *http.Request, ids []string) ([]string, error) {
-	ctx, cancel := context.WithTimeout(r.Context(), taskTimeout)
-	defer cancel()
-	principal := principalOf(r)
-	owned := ids[:0:0]
-	for _, id := range ids {
-		_, _, err := tasks.Get(ctx, f.opts.Store, id, principal)
-		switch {
-		case err == nil:
-			owned = append(owned, id)
-		case errors.Is(err, tasks.ErrNotFound):
-		default:
-			return nil, err
-		}
-	}
-	return owned, nil
 }
 
 // clientKey names the client of a listen stream for duplicate detection:
