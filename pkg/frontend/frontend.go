@@ -25,13 +25,16 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/pkg/auth"
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
+	"github.com/mcpfleet/mcpfleet/pkg/frontend/internal/hub"
+	"github.com/mcpfleet/mcpfleet/pkg/frontend/stream"
 	"github.com/mcpfleet/mcpfleet/pkg/listen"
+	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
 	"github.com/nats-io/nats.go"
 )
 
 // MaxIDLen caps Options.ID (it goes into SSE event ids and bus subjects).
-const MaxIDLen = 64
+const MaxIDLen = stream.MaxFrontendIDLen
 
 // Options configure a Frontend. Store is required; every other zero value
 // means the documented default.
@@ -148,7 +151,8 @@ type Frontend struct {
 	hostCheck *allowList
 	metrics   *Metrics
 
-	sub     *nats.Subscription
+	sub     *nats.Subscription // the worker's frames for this frontend's streams
+	streams *stream.Streams    // exchanges, GET and resumed streams
 	ctlSub  *nats.Subscription
 	taskSub *nats.Subscription // task writes from workers
 	taskWG  sync.WaitGroup     // task writes being applied
@@ -157,12 +161,12 @@ type Frontend struct {
 	fleet   *fleet
 
 	mu      sync.Mutex
-	streams map[string]*stream // stream id -> open stream
 	closing bool
 	leaving atomic.Bool // Leave was called: answers close their connections
 
 	shutdown chan struct{} // closed by Shutdown
-	hub      *hub          // writes taken-over listen streams
+	hub      *hub.Hub      // writes taken-over listen streams
+	plain    *hub.Plain    // serves the listen streams the hub cannot take
 	once     sync.Once
 	active   sync.WaitGroup // open HTTP exchanges on the MCP endpoint
 }
@@ -244,14 +248,13 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 	}
 	f := &Frontend{
 		nc: nc, opts: opts, log: log.With("frontend", opts.ID), subj: opts.Subjects, id: opts.ID,
-		hostCheck: hc, streams: map[string]*stream{}, shutdown: make(chan struct{}), metrics: opts.Metrics,
+		hostCheck: hc, shutdown: make(chan struct{}), metrics: opts.Metrics,
 	}
 	maxListen := opts.MaxListen
 	if maxListen == 0 {
 		maxListen = 1000
 	}
 	f.fleet = newFleet(f)
-	f.hub = newHub(f)
 	perClient := 0 // without Auth a client is its connection: no principal to cap
 	if opts.Auth != nil {
 		perClient = opts.MaxListenPerPrincipal
@@ -261,7 +264,41 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 		MaxListen: maxListen, MaxListenPerClient: perClient, Logger: f.log,
 	})
 	f.limits = newLimiter()
+	if err := f.newStreams(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
 	return f, nil
+}
+
+// newStreams builds the client streams and the listen servers, on the
+// frontend's options, limits and shutdown.
+func (f *Frontend) newStreams() (err error) {
+	f.streams, err = stream.New(stream.Options{
+		ID: f.id, Conn: f.nc, Subjects: f.subj, Events: f.opts.Store, Registry: f.reg, Logger: f.log, Metrics: f.metrics,
+		RequestTimeout: f.opts.RequestTimeout, WorkerTimeout: f.opts.WorkerTimeout, KeepAlive: f.opts.KeepAlive,
+		WriteTimeout: f.opts.WriteTimeout, SSERetry: f.opts.SSERetry, StreamBuffer: f.opts.StreamBuffer,
+		Shutdown: f.shutdown, Active: &f.active,
+		Admit: func(w http.ResponseWriter, r *http.Request, id protocol.ID, session string) (func(), bool) {
+			s, ok := f.admit(w, r, id, session)
+			return s.release, ok
+		},
+		EffectError: func(w http.ResponseWriter, id protocol.ID, err error) bool {
+			if !isCapacity(err) {
+				return false
+			}
+			f.sessionNotCreated(w, id, err)
+			return true
+		},
+	})
+	if err != nil {
+		return err
+	}
+	lo := hub.Options{WriteTimeout: f.opts.WriteTimeout, KeepAlive: f.opts.ListenKeepAlive, Logger: f.log, Metrics: f.metrics, Active: &f.active}
+	if f.hub, err = hub.New(lo); err != nil {
+		return err
+	}
+	f.plain, err = hub.NewPlain(lo)
+	return err
 }
 
 // defaultInt sets *v to def when it is zero, and to 0 (off) when negative.
@@ -291,7 +328,7 @@ func (f *Frontend) Start(ctx context.Context) (err error) {
 			}
 		}
 	}()
-	if f.sub, err = f.nc.Subscribe(f.subj.FrontendStreams(f.id), f.onFrame); err != nil {
+	if f.sub, err = f.nc.Subscribe(f.subj.FrontendStreams(f.id), f.streams.OnFrame); err != nil {
 		return fmt.Errorf("frontend: subscribing to stream frames: %w", err)
 	}
 	_ = f.sub.SetPendingLimits(-1, 256<<20)
@@ -323,6 +360,7 @@ func (f *Frontend) Shutdown(ctx context.Context) error {
 		f.mu.Unlock()
 		f.reg.Shutdown() // listen streams send their final result
 		close(f.shutdown)
+		f.plain.Stop()
 	})
 	done := make(chan struct{})
 	go func() { f.active.Wait(); close(done) }()
@@ -332,7 +370,7 @@ func (f *Frontend) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
-	f.hub.stop()
+	f.hub.Stop()
 	f.stopTaskWriter(ctx)
 	f.fleet.shutdown()
 	if f.sub != nil {

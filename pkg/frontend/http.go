@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/httpx"
+	"github.com/mcpfleet/mcpfleet/pkg/frontend/stream"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 )
 
@@ -23,7 +24,7 @@ const (
 
 // codeSessionNotFound is the JSON-RPC code of a 404 for an unknown session
 // (the TypeScript SDK's convention, in the implementation-defined range).
-const codeSessionNotFound = -32001
+const codeSessionNotFound = stream.CodeSessionNotFound
 
 func (f *Frontend) serveMCP(w http.ResponseWriter, r *http.Request) {
 	origin := r.Header.Get("Origin")
