@@ -1,8 +1,9 @@
 // Package frontend is mcpfleet's HTTP transport: the MCP endpoint (one URL
-// serving both protocol eras), session handling for the legacy era, and the
-// client streams (POST response streams and legacy GET streams). It holds no
-// handler code: every request is forwarded over the bus to a worker, and the
-// worker's frames are written back on the stream that waits for them.
+// serving both protocol eras) and session handling for the legacy era. It
+// holds no handler code: every request is checked here and forwarded over
+// the bus to a worker; the client streams that carry the worker's frames
+// back (POST response streams, legacy GET streams, their resumption) are
+// package stream's, and listen streams, once open, package hub's.
 //
 // The MCP endpoint is a plain http.Handler ([Frontend.Handler]); gin is
 // used only for routing ([Frontend.Router]).
