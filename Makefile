@@ -52,8 +52,8 @@ FUZZ_TARGETS := \
 	./pkg/protocol:FuzzDecodeDepth \
 	./pkg/protocol:FuzzDecodeHeaderValue \
 	./pkg/protocol:FuzzCheckSizes \
-	./pkg/frontend:FuzzParseEventID \
-	./pkg/frontend:FuzzEventIDRoundTrip \
+	./pkg/frontend/stream:FuzzParseEventID \
+	./pkg/frontend/stream:FuzzEventIDRoundTrip \
 	./pkg/stdio:FuzzLineReader \
 	./internal/uritemplate:FuzzParseMatch \
 	./internal/jsonschema:FuzzValidateJSON \

@@ -1,8 +1,9 @@
 // Package frontend is mcpfleet's HTTP transport: the MCP endpoint (one URL
-// serving both protocol eras), session handling for the legacy era, and the
-// client streams (POST response streams and legacy GET streams). It holds no
-// handler code: every request is forwarded over the bus to a worker, and the
-// worker's frames are written back on the stream that waits for them.
+// serving both protocol eras) and session handling for the legacy era. It
+// holds no handler code: every request is checked here and forwarded over
+// the bus to a worker; the client streams that carry the worker's frames
+// back (POST response streams, legacy GET streams, their resumption) are
+// package stream's, and listen streams, once open, package hub's.
 //
 // The MCP endpoint is a plain http.Handler ([Frontend.Handler]); gin is
 // used only for routing ([Frontend.Router]).
@@ -25,15 +26,18 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/pkg/auth"
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
+	"github.com/mcpfleet/mcpfleet/pkg/frontend/internal/hub"
+	"github.com/mcpfleet/mcpfleet/pkg/frontend/stream"
 	"github.com/mcpfleet/mcpfleet/pkg/limits"
 	"github.com/mcpfleet/mcpfleet/pkg/listen"
+	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
 	"github.com/mcpfleet/mcpfleet/pkg/tasks/taskhttp"
 	"github.com/nats-io/nats.go"
 )
 
 // MaxIDLen caps Options.ID (it goes into SSE event ids and bus subjects).
-const MaxIDLen = 64
+const MaxIDLen = stream.MaxFrontendIDLen
 
 // Options configure a Frontend. Store is required; every other zero value
 // means the documented default.
@@ -150,7 +154,8 @@ type Frontend struct {
 	hostCheck *allowList
 	metrics   *Metrics
 
-	sub     *nats.Subscription
+	sub     *nats.Subscription // the worker's frames for this frontend's streams
+	streams *stream.Streams    // exchanges, GET and resumed streams
 	ctlSub  *nats.Subscription
 	taskAPI *taskhttp.Handler // the task methods and the workers' task writes
 	limits  *limits.Limiter
@@ -158,12 +163,12 @@ type Frontend struct {
 	fleet   *fleet
 
 	mu      sync.Mutex
-	streams map[string]*stream // stream id -> open stream
 	closing bool
 	leaving atomic.Bool // Leave was called: answers close their connections
 
 	shutdown chan struct{} // closed by Shutdown
-	hub      *hub          // writes taken-over listen streams
+	hub      *hub.Hub      // writes taken-over listen streams
+	plain    *hub.Plain    // serves the listen streams the hub cannot take
 	once     sync.Once
 	active   sync.WaitGroup // open HTTP exchanges on the MCP endpoint
 }
@@ -235,7 +240,7 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 	}
 	f := &Frontend{
 		nc: nc, opts: opts, log: log.With("frontend", opts.ID), subj: opts.Subjects, id: opts.ID,
-		hostCheck: hc, streams: map[string]*stream{}, shutdown: make(chan struct{}), metrics: opts.Metrics,
+		hostCheck: hc, shutdown: make(chan struct{}), metrics: opts.Metrics,
 	}
 	maxListen := opts.MaxListen
 	if maxListen == 0 {
@@ -245,7 +250,6 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 	if f.taskAPI, err = newTasks(f); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	f.hub = newHub(f)
 	perClient := 0 // without Auth a client is its connection: no principal to cap
 	if opts.Auth != nil {
 		perClient = opts.MaxListenPerPrincipal
@@ -257,7 +261,41 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 	if f.limits, err = newLimits(&opts, opts.SessionTTL, f.log); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
+	if err := f.newStreams(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
 	return f, nil
+}
+
+// newStreams builds the client streams and the listen servers, on the
+// frontend's options, limits and shutdown.
+func (f *Frontend) newStreams() (err error) {
+	f.streams, err = stream.New(stream.Options{
+		ID: f.id, Conn: f.nc, Subjects: f.subj, Events: f.opts.Store, Registry: f.reg, Logger: f.log, Metrics: f.metrics,
+		RequestTimeout: f.opts.RequestTimeout, WorkerTimeout: f.opts.WorkerTimeout, KeepAlive: f.opts.KeepAlive,
+		WriteTimeout: f.opts.WriteTimeout, SSERetry: f.opts.SSERetry, StreamBuffer: f.opts.StreamBuffer,
+		Shutdown: f.shutdown, Active: &f.active,
+		Admit: func(w http.ResponseWriter, r *http.Request, id protocol.ID, session string) (func(), bool) {
+			s, ok := f.admit(w, r, id, session)
+			return s.release, ok
+		},
+		EffectError: func(w http.ResponseWriter, id protocol.ID, err error) bool {
+			if !isCapacity(err) {
+				return false
+			}
+			f.sessionNotCreated(w, id, err)
+			return true
+		},
+	})
+	if err != nil {
+		return err
+	}
+	lo := hub.Options{WriteTimeout: f.opts.WriteTimeout, KeepAlive: f.opts.ListenKeepAlive, Logger: f.log, Metrics: f.metrics, Active: &f.active}
+	if f.hub, err = hub.New(lo); err != nil {
+		return err
+	}
+	f.plain, err = hub.NewPlain(lo)
+	return err
 }
 
 // defaultInt sets *v to def when it is zero, and to 0 (off) when negative.
@@ -288,7 +326,7 @@ func (f *Frontend) Start(ctx context.Context) (err error) {
 			}
 		}
 	}()
-	if f.sub, err = f.nc.Subscribe(f.subj.FrontendStreams(f.id), f.onFrame); err != nil {
+	if f.sub, err = f.nc.Subscribe(f.subj.FrontendStreams(f.id), f.streams.OnFrame); err != nil {
 		return fmt.Errorf("frontend: subscribing to stream frames: %w", err)
 	}
 	_ = f.sub.SetPendingLimits(-1, 256<<20)
@@ -320,6 +358,7 @@ func (f *Frontend) Shutdown(ctx context.Context) error {
 		f.mu.Unlock()
 		f.reg.Shutdown() // listen streams send their final result
 		close(f.shutdown)
+		f.plain.Stop()
 	})
 	done := make(chan struct{})
 	go func() { f.active.Wait(); close(done) }()
@@ -329,7 +368,7 @@ func (f *Frontend) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
-	f.hub.stop()
+	f.hub.Stop()
 	f.taskAPI.Stop(ctx)
 	f.fleet.shutdown()
 	if f.sub != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/internal/httpx"
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
+	"github.com/mcpfleet/mcpfleet/pkg/frontend/stream"
 	"github.com/mcpfleet/mcpfleet/pkg/listen"
 	"github.com/mcpfleet/mcpfleet/pkg/mcp"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
@@ -32,7 +33,7 @@ func (f *Frontend) postLegacy(w http.ResponseWriter, r *http.Request, msg *proto
 	if forwarded(msg) {
 		// One round trip reads the session and claims the request id, so a
 		// reused id is refused whichever frontend and worker run the first.
-		cl = &claim{id: msg.ID.String(), token: f.id + "/" + newStreamID('c')}
+		cl = &claim{id: msg.ID.String(), token: f.id + "/" + stream.NewStreamID('c')}
 	}
 	sess, ok := f.loadSessionFor(w, r, msg.ID, cl)
 	if !ok {
@@ -196,11 +197,11 @@ func (f *Frontend) initialize(w http.ResponseWriter, r *http.Request, msg *proto
 		return
 	}
 	var sid string
-	spec := &forwardSpec{
-		era: protocol.EraLegacy, msg: msg, noSSE: true,
+	spec := &stream.Spec{
+		Era: protocol.EraLegacy, Msg: msg, NoSSE: true,
 		// The session is stored when the answer succeeds, before the
 		// client sees it; a failed initialize leaves nothing behind.
-		effect: func(resp []byte) error {
+		Effect: func(resp []byte) error {
 			m, err := protocol.Decode(resp, 0)
 			if err != nil || m.Kind() != protocol.KindResponse {
 				return errors.New("frontend: malformed initialize response")
@@ -235,7 +236,7 @@ func (f *Frontend) initialize(w http.ResponseWriter, r *http.Request, msg *proto
 			f.metrics.Session("created")
 			return nil
 		},
-		respond: func(_ []byte, h http.Header) int {
+		Respond: func(_ []byte, h http.Header) int {
 			if sid == "" {
 				return http.StatusBadRequest // the initialize was refused
 			}
@@ -246,12 +247,12 @@ func (f *Frontend) initialize(w http.ResponseWriter, r *http.Request, msg *proto
 	// The union of the workers' catalogs answers initialize here; a
 	// worker does when none is known yet.
 	if resp, ok := f.answerFromCatalog(protocol.EraLegacy, msg, nil); ok {
-		if err := spec.effect(resp); err != nil {
+		if err := spec.Effect(resp); err != nil {
 			f.sessionNotCreated(w, msg.ID, err)
 			return
 		}
 		h := http.Header{}
-		status := spec.respond(resp, h)
+		status := spec.Respond(resp, h)
 		httpx.WriteJSON(w, status, resp, func(hh http.Header) {
 			for k, v := range h {
 				hh[k] = v
@@ -259,7 +260,7 @@ func (f *Frontend) initialize(w http.ResponseWriter, r *http.Request, msg *proto
 		})
 		return
 	}
-	f.forward(w, r, spec)
+	f.forward(w, r, spec, nil)
 }
 
 func (f *Frontend) legacyRequest(w http.ResponseWriter, r *http.Request, sess *sessionstore.Session, msg *protocol.Message, head *protocol.ParamsHead, body []byte, c *claim) {
@@ -319,15 +320,40 @@ func (f *Frontend) legacyRequest(w http.ResponseWriter, r *http.Request, sess *s
 			return
 		}
 	}
-	spec := &forwardSpec{era: protocol.EraLegacy, msg: msg, session: snapshot(sess), subject: rt.subject, claim: c}
+	spec := &stream.Spec{Era: protocol.EraLegacy, Msg: msg, Session: snapshot(sess), Subject: rt.subject}
 	if msg.Method == protocol.MethodResourcesSubscribe || msg.Method == protocol.MethodResourcesUnsubscribe {
 		// The worker validates (capability, author hook); on success the
 		// subscription is recorded here, where the store is.
-		spec.effect = func(resp []byte) error {
+		spec.Effect = func(resp []byte) error {
 			return f.recordSubscription(sess.ID, msg.Method == protocol.MethodResourcesSubscribe, resp, head)
 		}
 	}
-	f.forward(w, r, spec)
+	f.forward(w, r, spec, c)
+}
+
+// forward hands a request to the client streams (stream.Streams.Forward),
+// with the caller's principal and the claim on its request id (legacy, or
+// nil), released when the request is over.
+func (f *Frontend) forward(w http.ResponseWriter, r *http.Request, spec *stream.Spec, c *claim) {
+	spec.Principal = principalOf(r)
+	if c != nil {
+		spec.Release = func() { f.release(c) }
+	}
+	f.streams.Forward(w, r, spec)
+}
+
+// release ends a request id claim (Store.End). It runs after the
+// response was written, so it costs the client no latency; a client that
+// reuses the id at once may still find it claimed for that moment.
+func (f *Frontend) release(c *claim) {
+	if c == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	if err := f.opts.Store.End(ctx, c.session, c.id, c.token); err != nil {
+		f.log.Warn("frontend: releasing a request id", "err", err)
+	}
 }
 
 // recordSubscription stores a legacy resource (un)subscription the worker

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/httpx"
+	"github.com/mcpfleet/mcpfleet/pkg/frontend/stream"
 	"github.com/mcpfleet/mcpfleet/pkg/limits"
 	"github.com/mcpfleet/mcpfleet/pkg/listen"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
@@ -33,7 +34,7 @@ func (f *Frontend) postModern(w http.ResponseWriter, r *http.Request, msg *proto
 		return
 	}
 	if e := checkModernMeta(r, head); e != nil {
-		httpx.WriteError(w, modernStatus(e.Code), msg.ID, e)
+		httpx.WriteError(w, stream.ModernStatus(e.Code), msg.ID, e)
 		return
 	}
 	if e := checkModernHeaders(r, msg, head); e != nil {
@@ -72,8 +73,8 @@ func (f *Frontend) postModern(w http.ResponseWriter, r *http.Request, msg *proto
 	}
 	if resp, ok := f.answerFromCatalog(protocol.EraModern, msg, head.Meta); ok {
 		status := http.StatusOK
-		if code, isErr := responseErrorCode(resp); isErr && code != protocol.CodeInvalidParams {
-			status = modernStatus(code)
+		if code, isErr := stream.ResponseErrorCode(resp); isErr && code != protocol.CodeInvalidParams {
+			status = stream.ModernStatus(code)
 		}
 		httpx.WriteJSON(w, status, resp, nil)
 		return
@@ -86,7 +87,7 @@ func (f *Frontend) postModern(w http.ResponseWriter, r *http.Request, msg *proto
 		httpx.WriteError(w, http.StatusOK, msg.ID, rt.local)
 		return
 	}
-	f.forward(w, r, &forwardSpec{era: protocol.EraModern, msg: msg, subject: rt.subject, params: paramHeaders(r)})
+	f.forward(w, r, &stream.Spec{Era: protocol.EraModern, Msg: msg, Subject: rt.subject, Params: paramHeaders(r)}, nil)
 }
 
 // checkModernMeta checks the per-request _meta and the version: a missing
@@ -181,20 +182,6 @@ func paramHeaders(r *http.Request) map[string]string {
 	return out
 }
 
-// modernStatus maps a JSON-RPC error code to the HTTP status 2026-07-28
-// prescribes; other errors travel with 200.
-func modernStatus(code int64) int {
-	switch code {
-	case protocol.CodeHeaderMismatch, protocol.CodeMissingRequiredClientCapability, protocol.CodeUnsupportedProtocolVersion:
-		return http.StatusBadRequest
-	case protocol.CodeMethodNotFound:
-		return http.StatusNotFound
-	case protocol.CodeInvalidParams:
-		return http.StatusBadRequest // only used here for malformed _meta
-	}
-	return http.StatusOK
-}
-
 // serveListen serves subscriptions/listen: an SSE stream whose first
 // message acknowledges the honoured filter, then the matching events
 // tagged with the subscription id, keepalive comments, and on graceful
@@ -244,50 +231,10 @@ func (f *Frontend) serveListen(w http.ResponseWriter, r *http.Request, msg *prot
 		httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "could not open the stream; retry"))
 		return
 	}
-	if f.hub.adopt(w, r, ls) {
-		return // the hub owns the connection and the stream now
-	}
-	defer ls.Close()
-	defer f.metrics.StreamOpened("listen")()
-	sse := startSSE(w, f.opts.WriteTimeout, nil)
-	if err := sse.event("", ls.Ack()); err != nil {
-		return
-	}
-	var keepalive <-chan time.Time
-	if f.opts.ListenKeepAlive > 0 {
-		t := time.NewTicker(f.opts.ListenKeepAlive)
-		defer t.Stop()
-		keepalive = t.C
-	}
-	for {
-		select {
-		case m := <-ls.C():
-			if err := sse.event("", m); err != nil {
-				if slowWrite(err) || ls.Reason() == listen.ReasonSlow {
-					f.metrics.DroppedStream("listen")
-				}
-				return
-			}
-		case <-keepalive:
-			// A dead peer fails this write (within WriteTimeout) and frees
-			// the slot.
-			if err := sse.comment("keepalive"); err != nil {
-				return
-			}
-		case <-ls.Done():
-			switch ls.Reason() {
-			case listen.ReasonShutdown:
-				_ = sse.event("", ls.Final())
-			case listen.ReasonSlow:
-				f.metrics.DroppedStream("listen")
-			}
-			return
-		case <-f.shutdown:
-			_ = sse.event("", ls.Final())
-			return
-		case <-r.Context().Done():
-			return
-		}
+	// The hub takes the connection over when it can; otherwise the
+	// stream is served here, by its handler.
+	if !f.hub.Adopt(w, r, ls) {
+		f.plain.Adopt(w, r, ls)
 	}
 }
 

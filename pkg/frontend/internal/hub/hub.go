@@ -1,19 +1,10 @@
-package frontend
-
-import (
-	"errors"
-	"net"
-	"net/http"
-	"strconv"
-	"sync"
-	"sync/atomic"
-	"time"
-
-	"github.com/mcpfleet/mcpfleet/internal/httpx"
-	"github.com/mcpfleet/mcpfleet/pkg/listen"
-)
-
-// The listen hub: subscriptions/listen streams are many, long-lived and
+// Package hub serves a frontend's subscriptions/listen streams once they
+// are open: the Hub takes their connections over and writes them without
+// a goroutine per stream; Plain serves a stream in its handler, the plain
+// net/http way, for the connections the Hub cannot take (and as the
+// reference the Hub behaves like). Both implement [Server].
+//
+// Subscriptions/listen streams are many, long-lived and
 // mostly idle. A stream served the usual way holds a goroutine (its
 // handler), net/http's background reader and two bufio buffers for its
 // whole life: about 40 KiB. The hub takes the connection over once the
@@ -25,8 +16,23 @@ import (
 // slot at once, as a handler's request context would. Elsewhere the next
 // keepalive or event write finds it.
 //
-// Streams that cannot be taken over (HTTP/2, HTTP/1.0, a writer without
-// Hijack) are served by their handler as before.
+// Streams that cannot be taken over (HTTP/2, HTTP/1.0, TLS, a writer
+// without Hijack) are refused by Hub.Adopt: serve them with Plain.
+package hub
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/httpx"
+	"github.com/mcpfleet/mcpfleet/pkg/frontend/stream"
+	"github.com/mcpfleet/mcpfleet/pkg/listen"
+)
 
 const (
 	// hubWriters is the number of writer goroutines.
@@ -56,8 +62,9 @@ const (
 	hubDirty // running, and something new arrived meanwhile
 )
 
-type hub struct {
-	f       *Frontend
+// Hub writes taken-over listen streams. Safe for concurrent use.
+type Hub struct {
+	opts    Options
 	start   sync.Once
 	mu      sync.Mutex
 	ready   []*hubStream
@@ -69,16 +76,23 @@ type hub struct {
 	stopped bool
 	wg      sync.WaitGroup
 	watch   closeWatcher
+
+	noCloseWatch bool // tests of the keepalive path: no epoll watcher
 }
 
-func newHub(f *Frontend) *hub {
-	return &hub{
-		f: f, streams: map[*hubStream]struct{}{}, blocked: map[*hubStream]struct{}{},
-		wake: make(chan struct{}, hubWriters), kick: make(chan struct{}, 1), quit: make(chan struct{}),
+// New returns a hub; its goroutines start with the first adopted stream
+// and end at Stop.
+func New(opts Options) (*Hub, error) {
+	if err := opts.resolve(); err != nil {
+		return nil, err
 	}
+	return &Hub{
+		opts: opts, streams: map[*hubStream]struct{}{}, blocked: map[*hubStream]struct{}{},
+		wake: make(chan struct{}, hubWriters), kick: make(chan struct{}, 1), quit: make(chan struct{}),
+	}, nil
 }
 
-func (h *hub) run() {
+func (h *Hub) run() {
 	h.start.Do(func() {
 		for range hubWriters {
 			h.wg.Add(1)
@@ -86,20 +100,20 @@ func (h *hub) run() {
 		}
 		h.wg.Add(1)
 		go h.retrier() // owned by the hub: ends at stop
-		if ka := h.f.opts.ListenKeepAlive; ka > 0 {
+		if ka := h.opts.KeepAlive; ka > 0 {
 			h.wg.Add(1)
 			go h.keepalives(ka) // owned by the hub: ends at stop
 		}
-		h.watch = startCloseWatcher(h.f.log, h.peerGone, &h.wg, h.quit)
+		h.watch = startCloseWatcher(h.opts.Logger, h.noCloseWatch, h.peerGone, &h.wg, h.quit)
 	})
 }
 
-// adopt takes over an open listen stream whose acknowledgement has not
+// Adopt takes over an open listen stream whose acknowledgement has not
 // been written: it writes the response head and the acknowledgement
 // itself and returns true, after which the handler returns and the hub
 // owns the connection and ls. It returns false, having touched nothing,
-// when the connection cannot be taken over.
-func (h *hub) adopt(w http.ResponseWriter, r *http.Request, ls *listen.ListenStream) bool {
+// when the connection cannot be taken over or the hub is stopped.
+func (h *Hub) Adopt(w http.ResponseWriter, r *http.Request, ls *listen.ListenStream) bool {
 	// TLS streams stay with their handler: a crypto/tls connection whose
 	// write timed out is broken for good, so tryWrite cannot serve it.
 	if r.ProtoMajor != 1 || r.ProtoMinor < 1 || r.TLS != nil || !canHijack(w) {
@@ -126,8 +140,8 @@ func (h *hub) adopt(w http.ResponseWriter, r *http.Request, ls *listen.ListenStr
 	}
 	h.run()
 	s := &hubStream{conn: conn, ls: ls}
-	s.buf = append(head, chunk(nil, formatEvent("", ls.Ack()))...)
-	_ = conn.SetWriteDeadline(time.Now().Add(h.f.opts.WriteTimeout))
+	s.buf = append(head, chunk(nil, stream.FormatEvent("", ls.Ack()))...)
+	_ = conn.SetWriteDeadline(time.Now().Add(h.opts.WriteTimeout))
 	if _, err := conn.Write(s.buf); err != nil {
 		_ = conn.Close()
 		ls.Close()
@@ -135,8 +149,8 @@ func (h *hub) adopt(w http.ResponseWriter, r *http.Request, ls *listen.ListenStr
 	}
 	_ = conn.SetWriteDeadline(time.Time{}) // the writers never wait (tryWrite)
 	s.buf = s.buf[:0]
-	s.gauge = h.f.metrics.StreamOpened("listen")
-	h.f.active.Add(1) // Shutdown waits for the final results
+	s.gauge = h.opts.Metrics.StreamOpened("listen")
+	h.opts.Active.Add(1) // the owner waits for the final results
 	h.mu.Lock()
 	h.streams[s] = struct{}{}
 	h.mu.Unlock()
@@ -186,7 +200,7 @@ func chunk(b, data []byte) []byte {
 
 // schedule queues s for a writer unless it is queued or being written (a
 // running writer looks again before it lets go). Never blocks.
-func (h *hub) schedule(s *hubStream) {
+func (h *Hub) schedule(s *hubStream) {
 	for {
 		switch st := s.state.Load(); st {
 		case hubIdle:
@@ -211,7 +225,7 @@ func (h *hub) schedule(s *hubStream) {
 	}
 }
 
-func (h *hub) next() *hubStream {
+func (h *Hub) next() *hubStream {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(h.ready) == 0 {
@@ -226,7 +240,7 @@ func (h *hub) next() *hubStream {
 	return s
 }
 
-func (h *hub) writer() {
+func (h *Hub) writer() {
 	defer h.wg.Done()
 	for {
 		s := h.next()
@@ -269,7 +283,7 @@ func (h *hub) writer() {
 // (the registry then drops it as slow) and holds no writer. A stream
 // whose pending bytes wait longer than WriteTimeout is dropped as slow.
 // It returns true when the stream is over and removed.
-func (h *hub) serve(s *hubStream) bool {
+func (h *Hub) serve(s *hubStream) bool {
 	if s.removed.Load() {
 		return true
 	}
@@ -291,7 +305,7 @@ drain:
 	for {
 		select {
 		case m := <-ls.C():
-			events = appendEvent(events, "", m)
+			events = stream.AppendEvent(events, "", m)
 		default:
 			break drain
 		}
@@ -301,7 +315,7 @@ drain:
 	}
 	reason := ls.Reason()
 	if reason == listen.ReasonShutdown {
-		events = appendEvent(events, "", ls.Final())
+		events = stream.AppendEvent(events, "", ls.Final())
 	}
 	s.buf = s.buf[:0]
 	if len(events) > 0 {
@@ -340,19 +354,19 @@ drain:
 // false when the stream was removed: the write failed, or pending has
 // waited past WriteTimeout. With bytes left it asks the retrier to come
 // back.
-func (h *hub) push(s *hubStream) bool {
+func (h *Hub) push(s *hubStream) bool {
 	n, err := tryWrite(s.conn, s.pending)
 	s.pending = s.pending[n:]
 	if err != nil {
-		h.remove(s, slowWrite(err))
+		h.remove(s, stream.SlowWrite(err))
 		return false
 	}
 	if len(s.pending) == 0 {
 		s.pending = nil
 		return true
 	}
-	if time.Since(s.since) > h.f.opts.WriteTimeout {
-		h.f.log.Warn("frontend: closing a listen stream whose client stopped reading")
+	if time.Since(s.since) > h.opts.WriteTimeout {
+		h.opts.Logger.Warn("frontend: closing a listen stream whose client stopped reading")
 		h.remove(s, true)
 		return false
 	}
@@ -371,7 +385,7 @@ const hubRetry = 20 * time.Millisecond
 
 // retrier schedules the streams whose sockets were full, hubRetry after
 // one of them was blocked.
-func (h *hub) retrier() {
+func (h *Hub) retrier() {
 	defer h.wg.Done()
 	t := time.NewTimer(hubRetry)
 	t.Stop()
@@ -403,7 +417,7 @@ func (h *hub) retrier() {
 }
 
 // remove ends a stream: the socket closes, the registry forgets it.
-func (h *hub) remove(s *hubStream, slow bool) {
+func (h *Hub) remove(s *hubStream, slow bool) {
 	h.mu.Lock()
 	_, ok := h.streams[s]
 	delete(h.streams, s)
@@ -417,20 +431,20 @@ func (h *hub) remove(s *hubStream, slow bool) {
 	_ = s.conn.Close()
 	s.ls.Close()
 	if slow {
-		h.f.metrics.DroppedStream("listen")
+		h.opts.Metrics.DroppedStream("listen")
 	}
 	s.gauge()
-	h.f.active.Done()
+	h.opts.Active.Done()
 }
 
 // peerGone is the close watcher's report: the client closed s's
 // connection.
-func (h *hub) peerGone(s *hubStream) {
+func (h *Hub) peerGone(s *hubStream) {
 	s.gone.Store(true)
 	h.schedule(s)
 }
 
-func (h *hub) keepalives(every time.Duration) {
+func (h *Hub) keepalives(every time.Duration) {
 	defer h.wg.Done()
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -455,10 +469,11 @@ func (h *hub) keepalives(every time.Duration) {
 	}
 }
 
-// stop ends the hub after the registry ended its streams (their final
+// Stop ends the hub after the registry ended its streams (their final
 // results are written by then, or deadline passed): the remaining sockets
-// close and the goroutines end.
-func (h *hub) stop() {
+// close and the goroutines end before it returns. Adopt refuses from then
+// on. It is idempotent.
+func (h *Hub) Stop() {
 	h.mu.Lock()
 	if h.stopped {
 		h.mu.Unlock()

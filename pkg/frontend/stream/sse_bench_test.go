@@ -1,4 +1,4 @@
-package frontend
+package stream
 
 import (
 	"bytes"
@@ -17,10 +17,10 @@ func BenchmarkSSEWrite(b *testing.B) {
 	done := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer close(done)
-		s := startSSE(w, 5*time.Second, nil)
+		s := StartSSE(w, 5*time.Second, nil)
 		<-start
 		for i := 0; i < b.N; i++ {
-			if err := s.event("p1:1:42", msg); err != nil {
+			if err := s.Event("p1:1:42", msg); err != nil {
 				b.Error(err)
 				return
 			}
@@ -33,7 +33,7 @@ func BenchmarkSSEWrite(b *testing.B) {
 	}
 	defer resp.Body.Close()
 	b.ReportAllocs()
-	b.SetBytes(int64(len(formatEvent("p1:1:42", msg))))
+	b.SetBytes(int64(len(FormatEvent("p1:1:42", msg))))
 	b.ResetTimer()
 	close(start)
 	n, err := io.Copy(io.Discard, resp.Body)
@@ -42,7 +42,7 @@ func BenchmarkSSEWrite(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if want := int64(b.N) * int64(len(formatEvent("p1:1:42", msg))); n != want {
+	if want := int64(b.N) * int64(len(FormatEvent("p1:1:42", msg))); n != want {
 		b.Fatalf("read %d bytes, want %d", n, want)
 	}
 }
@@ -53,6 +53,6 @@ func BenchmarkAppendEvent(b *testing.B) {
 	buf := make([]byte, 0, 1024)
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		buf = appendEvent(buf[:0], "s1:7", msg)
+		buf = AppendEvent(buf[:0], "s1:7", msg)
 	}
 }

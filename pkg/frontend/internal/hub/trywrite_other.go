@@ -1,6 +1,6 @@
 //go:build !unix
 
-package frontend
+package hub
 
 import (
 	"errors"

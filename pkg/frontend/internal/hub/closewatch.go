@@ -1,4 +1,4 @@
-package frontend
+package hub
 
 import "net"
 
@@ -17,6 +17,3 @@ type noWatcher struct{}
 
 func (noWatcher) add(net.Conn, *hubStream) uint64 { return 0 }
 func (noWatcher) remove(uint64)                   {}
-
-// noCloseWatch turns the close watcher off (tests of the keepalive path).
-var noCloseWatch = false

@@ -1,4 +1,4 @@
-package frontend
+package hub
 
 import (
 	"errors"
@@ -34,8 +34,11 @@ const (
 	userTimeout    = 30 * time.Second
 )
 
-func startCloseWatcher(log *slog.Logger, gone func(*hubStream), wg *sync.WaitGroup, quit <-chan struct{}) closeWatcher {
-	if noCloseWatch {
+// startCloseWatcher starts the epoll watcher (owned by the caller's wg,
+// ending at quit); with off (tests of the keepalive path) it only sets
+// TCP_USER_TIMEOUT.
+func startCloseWatcher(log *slog.Logger, off bool, gone func(*hubStream), wg *sync.WaitGroup, quit <-chan struct{}) closeWatcher {
+	if off {
 		return userTimeoutOnly{}
 	}
 	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)

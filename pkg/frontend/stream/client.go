@@ -1,0 +1,61 @@
+package stream
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// clientWriter writes a stream's events to the client from its own
+// goroutine, through a bounded queue: whoever produces the events never
+// waits for a slow client. The producer (one goroutine) calls send and
+// stop; the writer goroutine closes done when it exits (queue closed,
+// stop, or a failed write).
+type clientWriter struct {
+	sse        *SSE
+	q          chan []byte
+	done       chan struct{}
+	quit       chan struct{}
+	overflowed atomic.Bool
+	once       sync.Once
+}
+
+func newClientWriter(sse *SSE, buf int) *clientWriter {
+	c := &clientWriter{sse: sse, q: make(chan []byte, buf), done: make(chan struct{}), quit: make(chan struct{})}
+	go c.run() // owned by the producer: ends at stop (or a failed write)
+	return c
+}
+
+func (c *clientWriter) run() {
+	defer close(c.done)
+	l := &Loop[[]byte]{
+		Events:  c.q,
+		OnEvent: func(b []byte) bool { return c.sse.Raw(b) == nil },
+		Stop:    c.quit,
+	}
+	l.Run()
+}
+
+// send queues pre-formatted SSE bytes; false when the writer has stopped
+// or its queue is full (then it is stopped: the client is too slow).
+func (c *clientWriter) send(b []byte) bool {
+	select {
+	case <-c.done:
+		return false
+	default:
+	}
+	select {
+	case c.q <- b:
+		return true
+	default:
+		c.overflowed.Store(true)
+		c.once.Do(func() { close(c.quit) })
+		return false
+	}
+}
+
+// stop lets the writer finish what is queued (each write bounded by the
+// write timeout) and waits for it; after an overflow it stops at once.
+func (c *clientWriter) stop() {
+	close(c.q)
+	<-c.done
+}

@@ -1,0 +1,150 @@
+package stream
+
+import "time"
+
+// Loop is the one select loop every client stream runs, whatever its kind
+// (a POST exchange attached or detached, a GET stream, a resumed stream, a
+// listen stream served by its handler, a client writer): events from one
+// source, keepalives, a probe, a deadline, a liveness timer, and the four
+// ways a stream ends from outside (its source ended, the server stops, the
+// client's request is gone, the client's writer stopped). Every field is
+// optional: a nil channel or a zero duration is a case that never fires.
+//
+// Run reads the channel fields anew each round, so a handler may set one
+// (e.g. Writer, once the writer starts). Handlers run on Run's goroutine;
+// those returning bool end the loop with false, the others always end it.
+type Loop[T any] struct {
+	// Events are the stream's events, each handed to OnEvent; a closed
+	// channel ends the loop.
+	Events  <-chan T
+	OnEvent func(T) bool
+
+	// KeepAlive is the interval of OnKeepAlive; not positive: none.
+	KeepAlive   time.Duration
+	OnKeepAlive func() bool
+
+	// Probe is the interval of OnProbe until StopProbe; not positive:
+	// none.
+	Probe   time.Duration
+	OnProbe func() bool
+
+	// Deadline, when set, ends the loop with OnDeadline.
+	Deadline   time.Time
+	OnDeadline func()
+
+	// Liveness, when positive, ends the loop with OnLost when that long
+	// passes without Alive; with LivenessLater the timer runs only from
+	// ArmLiveness on.
+	Liveness      time.Duration
+	LivenessLater bool
+	OnLost        func()
+
+	// Ended (the source ended), Stop (the server stops), Gone (the
+	// client's request is over) and Writer (the client's writer stopped)
+	// each end the loop, after their handler when it is set.
+	Ended    <-chan struct{}
+	OnEnded  func()
+	Stop     <-chan struct{}
+	OnStop   func()
+	Gone     <-chan struct{}
+	OnGone   func()
+	Writer   <-chan struct{}
+	OnWriter func()
+
+	live     *time.Timer
+	liveOn   bool
+	probeOff bool
+}
+
+// Run runs the loop until a handler ends it.
+func (l *Loop[T]) Run() {
+	var keepalive <-chan time.Time
+	if l.KeepAlive > 0 {
+		t := time.NewTicker(l.KeepAlive)
+		defer t.Stop()
+		keepalive = t.C
+	}
+	var probeTicker *time.Ticker
+	if l.Probe > 0 {
+		probeTicker = time.NewTicker(l.Probe)
+		defer probeTicker.Stop()
+	}
+	var deadline <-chan time.Time
+	if !l.Deadline.IsZero() {
+		t := time.NewTimer(time.Until(l.Deadline))
+		defer t.Stop()
+		deadline = t.C
+	}
+	if l.Liveness > 0 {
+		l.live = time.NewTimer(l.Liveness)
+		defer l.live.Stop()
+		l.liveOn = !l.LivenessLater
+	}
+	for {
+		var probe <-chan time.Time
+		if probeTicker != nil && !l.probeOff {
+			probe = probeTicker.C
+		}
+		var lost <-chan time.Time
+		if l.liveOn {
+			lost = l.live.C
+		}
+		select {
+		case ev, ok := <-l.Events:
+			if !ok || !l.OnEvent(ev) {
+				return
+			}
+		case <-keepalive:
+			if !l.OnKeepAlive() {
+				return
+			}
+		case <-probe:
+			if !l.OnProbe() {
+				return
+			}
+		case <-deadline:
+			run(l.OnDeadline)
+			return
+		case <-lost:
+			run(l.OnLost)
+			return
+		case <-l.Ended:
+			run(l.OnEnded)
+			return
+		case <-l.Stop:
+			run(l.OnStop)
+			return
+		case <-l.Gone:
+			run(l.OnGone)
+			return
+		case <-l.Writer:
+			run(l.OnWriter)
+			return
+		}
+	}
+}
+
+func run(f func()) {
+	if f != nil {
+		f()
+	}
+}
+
+// Alive restarts the liveness timer (from a handler).
+func (l *Loop[T]) Alive() {
+	if l.live != nil {
+		l.live.Reset(l.Liveness)
+	}
+}
+
+// ArmLiveness restarts the liveness timer and lets it end the loop (from a
+// handler, with LivenessLater).
+func (l *Loop[T]) ArmLiveness() {
+	if l.live != nil {
+		l.live.Reset(l.Liveness)
+		l.liveOn = true
+	}
+}
+
+// StopProbe ends the OnProbe calls (from a handler).
+func (l *Loop[T]) StopProbe() { l.probeOff = true }
