@@ -3,6 +3,7 @@ package frontend
 import (
 	"net/http"
 
+	"github.com/mcpfleet/mcpfleet/pkg/frontend/stream"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 	"github.com/mcpfleet/mcpfleet/pkg/tasks/taskhttp"
 )
@@ -26,14 +27,14 @@ func newTasks(f *Frontend) (*taskhttp.Handler, error) {
 			return held.release, ok
 		},
 		StartSSE: func(w http.ResponseWriter) taskhttp.EventWriter {
-			return sseEvents{startSSE(w, f.opts.WriteTimeout, nil)}
+			return sseEvents{stream.StartSSE(w, f.opts.WriteTimeout, nil)}
 		},
 		RequestTimeout: f.opts.RequestTimeout,
 		Closing:        f.shutdown,
 	})
 }
 
-// sseEvents is an sseWriter as a taskhttp.EventWriter.
-type sseEvents struct{ s *sseWriter }
+// sseEvents is a stream.SSE as a taskhttp.EventWriter.
+type sseEvents struct{ s *stream.SSE }
 
-func (e sseEvents) Event(data []byte) error { return e.s.event("", data) }
+func (e sseEvents) Event(data []byte) error { return e.s.Event("", data) }
