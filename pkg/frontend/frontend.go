@@ -25,6 +25,7 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/pkg/auth"
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
+	"github.com/mcpfleet/mcpfleet/pkg/fleet"
 	"github.com/mcpfleet/mcpfleet/pkg/listen"
 	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
 	"github.com/nats-io/nats.go"
@@ -154,7 +155,7 @@ type Frontend struct {
 	taskWG  sync.WaitGroup     // task writes being applied
 	limits  *limiter
 	reg     *listen.Registry
-	fleet   *fleet
+	fleet   *fleet.View // worker pools: membership, routing, catalog answers
 
 	mu      sync.Mutex
 	streams map[string]*stream // stream id -> open stream
@@ -250,7 +251,6 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 	if maxListen == 0 {
 		maxListen = 1000
 	}
-	f.fleet = newFleet(f)
 	f.hub = newHub(f)
 	perClient := 0 // without Auth a client is its connection: no principal to cap
 	if opts.Auth != nil {
@@ -260,6 +260,9 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 		Subjects: opts.Subjects, Subscriptions: opts.Store, Buffer: opts.StreamBuffer,
 		MaxListen: maxListen, MaxListenPerClient: perClient, Logger: f.log,
 	})
+	if f.fleet, err = fleet.NewView(nc, fleet.ViewOptions{Subjects: opts.Subjects, Logger: f.log, ListChanged: f.reg.ListChanged}); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
 	f.limits = newLimiter()
 	return f, nil
 }
@@ -277,12 +280,16 @@ func defaultInt(v *int, def int) {
 // ID returns the frontend's bus id.
 func (f *Frontend) ID() string { return f.id }
 
-// Start subscribes to the frontend's stream subjects. On error nothing is
-// left subscribed.
+// Start subscribes to the frontend's stream subjects and follows the
+// workers' announcements. It returns ctx.Err() (wrapped) if ctx ends
+// before start-up completes. On error nothing is left subscribed.
 func (f *Frontend) Start(ctx context.Context) (err error) {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	defer func() {
 		if err != nil {
-			f.fleet.shutdown()
+			f.fleet.Close()
 			f.reg.Shutdown()
 			for _, s := range []*nats.Subscription{f.sub, f.ctlSub, f.taskSub} {
 				if s != nil {
@@ -304,10 +311,12 @@ func (f *Frontend) Start(ctx context.Context) (err error) {
 	if err = f.reg.Start(); err != nil {
 		return fmt.Errorf("frontend: subscribing to events: %w", err)
 	}
-	if err = f.fleet.start(); err != nil {
+	if err = f.fleet.Start(ctx); err != nil {
 		return fmt.Errorf("frontend: following worker announcements: %w", err)
 	}
-	if err = f.nc.FlushTimeout(5 * time.Second); err != nil {
+	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err = f.nc.FlushWithContext(fctx); err != nil {
 		return fmt.Errorf("frontend: flushing subscriptions: %w", err)
 	}
 	return nil
@@ -334,7 +343,7 @@ func (f *Frontend) Shutdown(ctx context.Context) error {
 	}
 	f.hub.stop()
 	f.stopTaskWriter(ctx)
-	f.fleet.shutdown()
+	f.fleet.Close()
 	if f.sub != nil {
 		_ = f.sub.Unsubscribe()
 		_ = f.ctlSub.Unsubscribe()

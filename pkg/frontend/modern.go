@@ -70,7 +70,7 @@ func (f *Frontend) postModern(w http.ResponseWriter, r *http.Request, msg *proto
 			return
 		}
 	}
-	if resp, ok := f.answerFromCatalog(protocol.EraModern, msg, head.Meta); ok {
+	if resp, ok := f.fleet.AnswerFromCatalog(protocol.EraModern, msg, head.Meta); ok {
 		status := http.StatusOK
 		if code, isErr := responseErrorCode(resp); isErr && code != protocol.CodeInvalidParams {
 			status = modernStatus(code)
@@ -81,12 +81,12 @@ func (f *Frontend) postModern(w http.ResponseWriter, r *http.Request, msg *proto
 	if msg.Method == protocol.MethodToolsCall && !f.toolScopesOK(w, r, msg, head.Name) {
 		return
 	}
-	rt := f.routeFor(protocol.EraModern, msg.Method, head, msg.Params)
-	if rt.local != nil {
-		httpx.WriteError(w, http.StatusOK, msg.ID, rt.local)
+	rt := f.fleet.RouteFor(protocol.EraModern, msg.Method, head, msg.Params)
+	if rt.Local != nil {
+		httpx.WriteError(w, http.StatusOK, msg.ID, rt.Local)
 		return
 	}
-	f.forward(w, r, &forwardSpec{era: protocol.EraModern, msg: msg, subject: rt.subject, params: paramHeaders(r)})
+	f.forward(w, r, &forwardSpec{era: protocol.EraModern, msg: msg, subject: rt.Subject, params: paramHeaders(r)})
 }
 
 // checkModernMeta checks the per-request _meta and the version: a missing

@@ -191,7 +191,7 @@ func (f *Frontend) taskControl(ctx context.Context, id string, c *tasks.Control)
 // responders. A worker that drains still answers; one behind a NATS
 // reconnect still announces; a slow one is not "no responders".
 func (f *Frontend) taskWorkerGone(ctx context.Context, rec *tasks.Record) bool {
-	if f.fleet.alive(rec.Worker) {
+	if f.fleet.Alive(rec.Worker) {
 		return false
 	}
 	return errors.Is(f.taskControl(ctx, rec.TaskID, &tasks.Control{Op: "ping"}), nats.ErrNoResponders)
