@@ -93,7 +93,7 @@ type Worker struct {
 	ann      *fleet.Announcer
 	hbStop   chan struct{}
 	hbDone   chan struct{}
-	leaving  atomic.Bool // Shutdown began: no more announcements as alive
+	leaving  atomic.Bool // Shutdown began: the catalog is no longer applied nor announced
 	draining bool        // Shutdown started: queued requests are still served
 	closed   bool        // no more requests are taken
 
