@@ -13,13 +13,22 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// ConnectOptions configure Connect. The zero value is valid.
+// ErrInvalidOptions wraps the validation errors of Connect and
+// StartEmbedded.
+var ErrInvalidOptions = errors.New("bus: invalid options")
+
+// ConnectOptions configure Connect. The zero value is valid: every zero
+// field means its documented default.
 type ConnectOptions struct {
 	// Name is the client name shown by NATS monitoring.
+	// default: none (no name)
 	Name string
-	// Logger receives connection state changes; nil means slog.Default().
+	// Logger receives connection state changes.
+	// default: slog.Default()
 	Logger *slog.Logger
-	// ConnectTimeout bounds the first connection; zero means 5s.
+	// ConnectTimeout bounds the first connection. Negative is a
+	// validation error.
+	// default: 5s
 	ConnectTimeout time.Duration
 }
 
@@ -34,6 +43,9 @@ func Connect(url string, opts *ConnectOptions) (*nats.Conn, error) {
 		log = slog.Default()
 	}
 	timeout := opts.ConnectTimeout
+	if timeout < 0 {
+		return nil, fmt.Errorf("%w: negative ConnectTimeout", ErrInvalidOptions)
+	}
 	if timeout == 0 {
 		timeout = 5 * time.Second
 	}
@@ -98,13 +110,16 @@ type Embedded struct {
 	log *slog.Logger
 }
 
-// EmbeddedOptions configure StartEmbedded. The zero value is valid.
+// EmbeddedOptions configure StartEmbedded. The zero value is valid: every
+// zero field means its documented default.
 type EmbeddedOptions struct {
 	// Listen, when non-empty ("127.0.0.1:4222", or "127.0.0.1:-1" for a free
-	// port), also opens a TCP listener so other processes can connect.
-	// Empty means in-process connections only.
+	// port), also opens a TCP listener so other processes can connect. An
+	// address without a port is a validation error.
+	// default: none (in-process connections only)
 	Listen string
-	// Logger; nil means slog.Default().
+	// Logger receives the logs of the connections made by Connect.
+	// default: slog.Default()
 	Logger *slog.Logger
 }
 
@@ -128,7 +143,7 @@ func StartEmbedded(opts *EmbeddedOptions) (*Embedded, error) {
 	if opts.Listen != "" {
 		host, port, err := splitHostPort(opts.Listen)
 		if err != nil {
-			return nil, fmt.Errorf("bus: embedded listen address %q: %w", opts.Listen, err)
+			return nil, fmt.Errorf("%w: embedded listen address %q: %w", ErrInvalidOptions, opts.Listen, err)
 		}
 		sopts.Host, sopts.Port = host, port
 	}

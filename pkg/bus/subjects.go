@@ -192,3 +192,31 @@ func (s Subjects) TaskControl(id string) string { return s.p() + ".task." + Toke
 // TaskEvent carries a task's state each time it changes (the params of
 // notifications/tasks), for listen streams that watch the task.
 func (s Subjects) TaskEvent(id string) string { return s.p() + ".evt.task." + Token(id) }
+
+// Announce is the subject of worker announcements (the heartbeats of
+// package fleet).
+func (s Subjects) Announce() string { return s.p() + ".ann" }
+
+// AnnounceQuery asks every worker to announce itself at once.
+func (s Subjects) AnnounceQuery() string { return s.p() + ".annq" }
+
+// Catalog is where a pool's workers answer requests for its catalog (queue
+// group CatalogQueue).
+func (s Subjects) Catalog(pool string) string { return s.p() + ".cat." + Token(pool) }
+
+// CatalogQueue is the queue group of catalog requests.
+const CatalogQueue = "cat"
+
+// PoolRequest is where requests routed to a pool go (resources/read,
+// completion/complete, resource subscriptions): the frontend resolves the
+// URI or reference to the pool that serves it.
+func (s Subjects) PoolRequest(pool, method string) string {
+	return s.p() + ".preq." + Token(pool) + "." + Token(method)
+}
+
+// PoolRequests matches every PoolRequest subject of pool.
+func (s Subjects) PoolRequests(pool string) string { return s.p() + ".preq." + Token(pool) + ".*" }
+
+// UnnamedRequests matches every request subject without a name: methods
+// any worker can serve.
+func (s Subjects) UnnamedRequests() string { return s.p() + ".req.*" }

@@ -77,7 +77,7 @@ func (f *Frontend) toolScopesOK(w http.ResponseWriter, r *http.Request, msg *pro
 	if !ok || name == nil {
 		return true
 	}
-	need := f.fleet.toolScopes(*name)
+	need := f.fleet.ToolScopes(*name)
 	if len(need) == 0 || a.p.HasScopes(need) {
 		return true
 	}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/pkg/auth"
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
+	"github.com/mcpfleet/mcpfleet/pkg/fleet"
 	"github.com/mcpfleet/mcpfleet/pkg/frontend/internal/hub"
 	"github.com/mcpfleet/mcpfleet/pkg/frontend/stream"
 	"github.com/mcpfleet/mcpfleet/pkg/limits"
@@ -160,7 +161,7 @@ type Frontend struct {
 	taskAPI *taskhttp.Handler // the task methods and the workers' task writes
 	limits  *limits.Limiter
 	reg     *listen.Registry
-	fleet   *fleet
+	fleet   *fleet.View // worker pools: membership, routing, catalog answers
 
 	mu      sync.Mutex
 	closing bool
@@ -246,7 +247,6 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 	if maxListen == 0 {
 		maxListen = 1000
 	}
-	f.fleet = newFleet(f)
 	if f.taskAPI, err = newTasks(f); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
@@ -258,6 +258,9 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 		Subjects: opts.Subjects, Subscriptions: opts.Store, Buffer: opts.StreamBuffer,
 		MaxListen: maxListen, MaxListenPerClient: perClient, Logger: f.log,
 	})
+	if f.fleet, err = fleet.NewView(nc, fleet.ViewOptions{Subjects: opts.Subjects, Logger: f.log, ListChanged: f.reg.ListChanged}); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
 	if f.limits, err = newLimits(&opts, opts.SessionTTL, f.log); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
@@ -311,12 +314,16 @@ func defaultInt(v *int, def int) {
 // ID returns the frontend's bus id.
 func (f *Frontend) ID() string { return f.id }
 
-// Start subscribes to the frontend's stream subjects. On error nothing is
-// left subscribed.
+// Start subscribes to the frontend's stream subjects and follows the
+// workers' announcements. It returns ctx.Err() (wrapped) if ctx ends
+// before start-up completes. On error nothing is left subscribed.
 func (f *Frontend) Start(ctx context.Context) (err error) {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	defer func() {
 		if err != nil {
-			f.fleet.shutdown()
+			f.fleet.Close()
 			f.reg.Shutdown()
 			f.taskAPI.Close()
 			for _, s := range []*nats.Subscription{f.sub, f.ctlSub} {
@@ -339,10 +346,12 @@ func (f *Frontend) Start(ctx context.Context) (err error) {
 	if err = f.reg.Start(); err != nil {
 		return fmt.Errorf("frontend: subscribing to events: %w", err)
 	}
-	if err = f.fleet.start(); err != nil {
+	if err = f.fleet.Start(ctx); err != nil {
 		return fmt.Errorf("frontend: following worker announcements: %w", err)
 	}
-	if err = f.nc.FlushTimeout(5 * time.Second); err != nil {
+	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err = f.nc.FlushWithContext(fctx); err != nil {
 		return fmt.Errorf("frontend: flushing subscriptions: %w", err)
 	}
 	return nil
@@ -370,7 +379,7 @@ func (f *Frontend) Shutdown(ctx context.Context) error {
 	}
 	f.hub.Stop()
 	f.taskAPI.Stop(ctx)
-	f.fleet.shutdown()
+	f.fleet.Close()
 	if f.sub != nil {
 		_ = f.sub.Unsubscribe()
 		_ = f.ctlSub.Unsubscribe()

@@ -246,7 +246,7 @@ func (f *Frontend) initialize(w http.ResponseWriter, r *http.Request, msg *proto
 	}
 	// The union of the workers' catalogs answers initialize here; a
 	// worker does when none is known yet.
-	if resp, ok := f.answerFromCatalog(protocol.EraLegacy, msg, nil); ok {
+	if resp, ok := f.fleet.AnswerFromCatalog(protocol.EraLegacy, msg, nil); ok {
 		if err := spec.Effect(resp); err != nil {
 			f.sessionNotCreated(w, msg.ID, err)
 			return
@@ -293,7 +293,7 @@ func (f *Frontend) legacyRequest(w http.ResponseWriter, r *http.Request, sess *s
 		httpx.WriteJSON(w, http.StatusOK, protocol.AppendResponse(nil, msg.ID, []byte("{}")), nil)
 		return
 	}
-	if resp, ok := f.answerFromCatalog(protocol.EraLegacy, msg, nil); ok {
+	if resp, ok := f.fleet.AnswerFromCatalog(protocol.EraLegacy, msg, nil); ok {
 		f.release(c)
 		httpx.WriteJSON(w, http.StatusOK, resp, nil)
 		return
@@ -307,10 +307,10 @@ func (f *Frontend) legacyRequest(w http.ResponseWriter, r *http.Request, sess *s
 		f.release(c)
 		return
 	}
-	rt := f.routeFor(protocol.EraLegacy, msg.Method, head, msg.Params)
-	if rt.local != nil {
+	rt := f.fleet.RouteFor(protocol.EraLegacy, msg.Method, head, msg.Params)
+	if rt.Local != nil {
 		f.release(c)
-		httpx.WriteError(w, http.StatusOK, msg.ID, rt.local)
+		httpx.WriteError(w, http.StatusOK, msg.ID, rt.Local)
 		return
 	}
 	if msg.Method == protocol.MethodResourcesSubscribe {
@@ -320,7 +320,7 @@ func (f *Frontend) legacyRequest(w http.ResponseWriter, r *http.Request, sess *s
 			return
 		}
 	}
-	spec := &stream.Spec{Era: protocol.EraLegacy, Msg: msg, Session: snapshot(sess), Subject: rt.subject}
+	spec := &stream.Spec{Era: protocol.EraLegacy, Msg: msg, Session: snapshot(sess), Subject: rt.Subject}
 	if msg.Method == protocol.MethodResourcesSubscribe || msg.Method == protocol.MethodResourcesUnsubscribe {
 		// The worker validates (capability, author hook); on success the
 		// subscription is recorded here, where the store is.
@@ -380,18 +380,6 @@ func (f *Frontend) recordSubscription(session string, subscribe bool, resp []byt
 		f.log.Warn("frontend: announcing a subscription change", "err", err)
 	}
 	return nil
-}
-
-// routingName is the name a request is routed by on the bus: the tool,
-// prompt or resource it addresses.
-func routingName(method string, head *protocol.ParamsHead) string {
-	switch method {
-	case protocol.MethodToolsCall, protocol.MethodPromptsGet:
-		if head.Name != nil {
-			return *head.Name
-		}
-	}
-	return ""
 }
 
 func (f *Frontend) legacyNotification(ctx context.Context, sess *sessionstore.Session, msg *protocol.Message, head *protocol.ParamsHead) {

@@ -71,7 +71,7 @@ func (f *Frontend) postModern(w http.ResponseWriter, r *http.Request, msg *proto
 			return
 		}
 	}
-	if resp, ok := f.answerFromCatalog(protocol.EraModern, msg, head.Meta); ok {
+	if resp, ok := f.fleet.AnswerFromCatalog(protocol.EraModern, msg, head.Meta); ok {
 		status := http.StatusOK
 		if code, isErr := stream.ResponseErrorCode(resp); isErr && code != protocol.CodeInvalidParams {
 			status = stream.ModernStatus(code)
@@ -82,12 +82,12 @@ func (f *Frontend) postModern(w http.ResponseWriter, r *http.Request, msg *proto
 	if msg.Method == protocol.MethodToolsCall && !f.toolScopesOK(w, r, msg, head.Name) {
 		return
 	}
-	rt := f.routeFor(protocol.EraModern, msg.Method, head, msg.Params)
-	if rt.local != nil {
-		httpx.WriteError(w, http.StatusOK, msg.ID, rt.local)
+	rt := f.fleet.RouteFor(protocol.EraModern, msg.Method, head, msg.Params)
+	if rt.Local != nil {
+		httpx.WriteError(w, http.StatusOK, msg.ID, rt.Local)
 		return
 	}
-	f.forward(w, r, &stream.Spec{Era: protocol.EraModern, Msg: msg, Subject: rt.subject, Params: paramHeaders(r)}, nil)
+	f.forward(w, r, &stream.Spec{Era: protocol.EraModern, Msg: msg, Subject: rt.Subject, Params: paramHeaders(r)}, nil)
 }
 
 // checkModernMeta checks the per-request _meta and the version: a missing

@@ -20,7 +20,7 @@ func newTasks(f *Frontend) (*taskhttp.Handler, error) {
 		Subjects:  f.subj,
 		Store:     f.opts.Store,
 		Logger:    f.log,
-		Alive:     func(worker string) bool { return f.fleet.alive(worker) },
+		Alive:     func(worker string) bool { return f.fleet.Alive(worker) },
 		Principal: principalOf,
 		Admit: func(w http.ResponseWriter, r *http.Request, id protocol.ID, session string) (func(), bool) {
 			held, ok := f.admit(w, r, id, session)

@@ -358,7 +358,9 @@ func (e *events) ListChanged(ctx context.Context, kind string) error {
 	if e.w.served.Load() == nil {
 		return nil // not started yet: Start announces
 	}
-	return e.w.applyCatalog([]string{kind})
+	// The caller's cancellation (a handler's request ending) does not cut
+	// the re-announcement short; applyCatalog bounds it.
+	return e.w.applyCatalog(context.WithoutCancel(ctx), []string{kind})
 }
 
 // NotifySession sends a notification to one legacy session's GET stream.

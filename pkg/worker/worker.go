@@ -19,43 +19,57 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
+	"github.com/mcpfleet/mcpfleet/pkg/fleet"
 	"github.com/mcpfleet/mcpfleet/pkg/mcp"
 	"github.com/nats-io/nats.go"
 )
 
-// Options configure a Worker. The zero value is valid.
+// Options configure a Worker. The zero value is valid: every zero field
+// means its documented default.
 type Options struct {
-	// ID names the worker on the bus; empty means a random id. It must be
-	// unique in the cluster.
+	// ID names the worker on the bus. It must be unique in the cluster.
+	// default: a random id
 	ID string
-	// Subjects builds the bus subjects; the zero value uses "mcp".
+	// Subjects builds the bus subjects.
+	// default: bus.DefaultPrefix ("mcp")
 	Subjects bus.Subjects
-	// Logger; nil means slog.Default().
+	// Logger receives the worker's logs.
+	// default: slog.Default()
 	Logger *slog.Logger
-	// DefaultTimeout bounds a request that carries no deadline; zero means
-	// 10 minutes.
+	// DefaultTimeout bounds a request that carries no deadline. Negative
+	// is a validation error.
+	// default: 10 minutes
 	DefaultTimeout time.Duration
 	// CallTimeout bounds each server-to-client request (sampling,
-	// elicitation, roots) a handler makes; zero means 5 minutes.
+	// elicitation, roots) a handler makes. Negative is a validation error.
+	// default: 5 minutes
 	CallTimeout time.Duration
 	// HeartbeatInterval is how often a running request tells its frontend
-	// the worker is alive; zero means 1s, negative disables heartbeats.
+	// the worker is alive. Negative means off (no heartbeats).
+	// default: 1s
 	HeartbeatInterval time.Duration
-	// Metrics receives the worker's Prometheus metrics; nil records none.
+	// Metrics receives the worker's Prometheus metrics.
+	// default: none (nothing is recorded)
 	Metrics *Metrics
 	// Filter selects the tools, prompts and resources this worker serves
-	// (path.Match patterns); nil serves everything the server has.
+	// (path.Match patterns).
 	// Workers serving different sets form different pools; frontends route
 	// each request only to workers that serve it.
+	// default: everything the server has
 	Filter *mcp.CatalogFilter
 	// AnnounceInterval is the heartbeat interval of the worker's
-	// announcements to frontends; zero means 1s.
+	// announcements to frontends. Negative is a validation error.
+	// default: 1s
 	AnnounceInterval time.Duration
 	// MaxInFlight caps the requests this worker runs at once; beyond it a
-	// request is answered at once with a "busy, retry" error. Zero means
-	// 4096, negative means no cap.
+	// request is answered at once with a "busy, retry" error. Negative
+	// means off (no cap).
+	// default: 4096
 	MaxInFlight int
 }
+
+// ErrInvalidOptions wraps the validation errors of New.
+var ErrInvalidOptions = errors.New("worker: invalid options")
 
 // Worker serves requests from the bus with one mcp.Server.
 type Worker struct {
@@ -76,9 +90,10 @@ type Worker struct {
 	catMu    sync.Mutex                    // serializes applyCatalog
 	reqSubs  map[string]*nats.Subscription // request subjects served; guarded by catMu
 	served   atomic.Pointer[served]
+	ann      *fleet.Announcer
 	hbStop   chan struct{}
 	hbDone   chan struct{}
-	leaving  atomic.Bool // Shutdown began: no more announcements as alive
+	leaving  atomic.Bool // Shutdown began: the catalog is no longer applied nor announced
 	draining bool        // Shutdown started: queued requests are still served
 	closed   bool        // no more requests are taken
 
@@ -89,28 +104,31 @@ type Worker struct {
 // New returns a worker serving srv over nc. Call Start to subscribe.
 func New(nc *nats.Conn, srv *mcp.Server, opts *Options) (*Worker, error) {
 	if nc == nil || srv == nil {
-		return nil, errors.New("worker: New needs a NATS connection and a server")
+		return nil, fmt.Errorf("%w: New needs a NATS connection and a server", ErrInvalidOptions)
 	}
 	w := &Worker{nc: nc, srv: srv, inflight: map[string]*inflight{}, calls: map[string]*call{}, noResp: map[uint64]string{}, reqSubs: map[string]*nats.Subscription{}}
 	w.tasks = newTaskHost(w)
 	if opts != nil {
 		w.opts = *opts
 	}
+	if w.opts.DefaultTimeout < 0 || w.opts.CallTimeout < 0 || w.opts.AnnounceInterval < 0 {
+		return nil, fmt.Errorf("%w: negative DefaultTimeout, CallTimeout or AnnounceInterval", ErrInvalidOptions)
+	}
 	if w.opts.ID == "" {
 		var b [6]byte
 		_, _ = rand.Read(b[:])
 		w.opts.ID = hex.EncodeToString(b[:])
 	}
-	if w.opts.DefaultTimeout <= 0 {
+	if w.opts.DefaultTimeout == 0 {
 		w.opts.DefaultTimeout = 10 * time.Minute
 	}
-	if w.opts.AnnounceInterval <= 0 {
+	if w.opts.AnnounceInterval == 0 {
 		w.opts.AnnounceInterval = time.Second
 	}
 	if w.opts.MaxInFlight == 0 {
 		w.opts.MaxInFlight = 4096
 	}
-	if w.opts.CallTimeout <= 0 {
+	if w.opts.CallTimeout == 0 {
 		w.opts.CallTimeout = 5 * time.Minute
 	}
 	if w.opts.HeartbeatInterval == 0 {
@@ -122,24 +140,38 @@ func New(nc *nats.Conn, srv *mcp.Server, opts *Options) (*Worker, error) {
 	}
 	w.log = w.log.With("worker", w.opts.ID)
 	w.subj = w.opts.Subjects
+	ann, err := fleet.NewAnnouncer(nc, fleet.AnnouncerOptions{ID: w.opts.ID, Subjects: w.subj, Logger: w.log, Interval: w.opts.AnnounceInterval})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidOptions, err)
+	}
+	w.ann = ann
 	return w, nil
 }
 
 // ID returns the worker's bus id.
 func (w *Worker) ID() string { return w.opts.ID }
 
-// Start subscribes to requests, cancellations and client answers, and
-// installs the worker as the server's event sink.
+// Start subscribes to requests, cancellations and client answers,
+// installs the worker as the server's event sink and announces the worker
+// to frontends. It returns ctx.Err() (wrapped) if ctx ends before start-up
+// completes; on error nothing is left subscribed.
 func (w *Worker) Start(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	w.srv.SetEvents(&events{w: w})
 	var subs []*nats.Subscription
 	fail := func(err error) error {
+		w.srv.SetEvents(nil)
+		w.ann.Close()
 		for _, s := range subs {
 			_ = s.Unsubscribe()
 		}
+		w.catMu.Lock()
 		for _, s := range w.reqSubs {
 			_ = s.Unsubscribe()
 		}
+		w.catMu.Unlock()
 		return err
 	}
 	for _, x := range []struct {
@@ -149,7 +181,6 @@ func (w *Worker) Start(ctx context.Context) error {
 		{w.subj.Cancel(), w.onCancel},
 		{w.subj.WorkerInbox(w.opts.ID), w.onAnswer},
 		{w.subj.WorkerNoRespondersAll(w.opts.ID), w.onNoResponders},
-		{w.subj.AnnounceQuery(), func(*nats.Msg) { w.announce(false, nil) }},
 	} {
 		s, err := w.nc.Subscribe(x.subj, x.h)
 		if err != nil {
@@ -158,12 +189,17 @@ func (w *Worker) Start(ctx context.Context) error {
 		_ = s.SetPendingLimits(-1, 64<<20)
 		subs = append(subs, s)
 	}
+	if err := w.ann.Start(ctx); err != nil {
+		return fail(fmt.Errorf("worker: %w", err))
+	}
 	w.subs = subs
-	if err := w.applyCatalog(nil); err != nil {
+	if err := w.applyCatalog(ctx, nil); err != nil {
 		return fail(err)
 	}
-	w.hbStop, w.hbDone = make(chan struct{}), make(chan struct{})
-	go w.heartbeats(w.hbStop, w.hbDone)
+	if w.opts.HeartbeatInterval > 0 {
+		w.hbStop, w.hbDone = make(chan struct{}), make(chan struct{})
+		go w.heartbeats(w.hbStop, w.hbDone)
+	}
 	w.log.Info("worker serving", "pool", w.Pool(), "tools", len(w.servedCatalog().Tools))
 	return nil
 }
@@ -187,7 +223,7 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 	w.mu.Unlock()
 	var err error
 	w.leaving.Store(true)
-	w.announce(true, nil) // frontends forget this worker now
+	w.ann.Leave() // frontends forget this worker now
 	defer func() {
 		// Heartbeats go on while requests finish: their frontends must
 		// not think the worker dead.
@@ -195,6 +231,7 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 			close(w.hbStop)
 			<-w.hbDone
 		}
+		w.ann.Close()
 	}()
 	w.catMu.Lock()
 	reqSubs := w.reqSubs

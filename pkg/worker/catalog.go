@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -16,16 +17,20 @@ import (
 type served struct {
 	cat  *mcp.Catalog
 	pool string
-	json []byte // the catalog, as sent to frontends
 }
+
+// flushTimeout bounds the flush of the worker's subscriptions.
+const flushTimeout = 5 * time.Second
 
 // applyCatalog makes the worker's request subscriptions match what it
 // serves: one queue subscription per tool (tools/call) and prompt
 // (prompts/get), one for its pool (requests routed by URI or reference),
-// one for methods any worker serves, and its pool's catalog requests. It
-// announces the result; changed lists the kinds a handler reported changed
-// (announced even when the catalog did not change). Serialized by catMu.
-func (w *Worker) applyCatalog(changed []string) error {
+// one for methods any worker serves, and (through the announcer) its
+// pool's catalog requests. It announces the result; changed lists the
+// kinds a handler reported changed (announced even when the catalog did
+// not change). ctx bounds the flush of the subscriptions. Serialized by
+// catMu.
+func (w *Worker) applyCatalog(ctx context.Context, changed []string) error {
 	w.catMu.Lock()
 	defer w.catMu.Unlock()
 	if w.leaving.Load() {
@@ -36,7 +41,7 @@ func (w *Worker) applyCatalog(changed []string) error {
 	old := w.served.Load()
 	if old != nil && old.pool == pool {
 		if len(changed) > 0 {
-			w.announce(false, changed)
+			w.ann.Announce(changed)
 		}
 		return nil
 	}
@@ -44,11 +49,10 @@ func (w *Worker) applyCatalog(changed []string) error {
 	if err != nil {
 		return err
 	}
-	now := &served{cat: cat, pool: pool, json: raw}
+	now := &served{cat: cat, pool: pool}
 	want := map[string]nats.MsgHandler{
 		w.subj.UnnamedRequests():  w.onRequest,
 		w.subj.PoolRequests(pool): w.onRequest,
-		w.subj.Catalog(pool):      w.onCatalog,
 	}
 	for _, t := range cat.Tools {
 		want[w.subj.Request(protocol.MethodToolsCall, t.Name)] = w.onRequest
@@ -68,16 +72,15 @@ func (w *Worker) applyCatalog(changed []string) error {
 		if _, ok := w.reqSubs[subj]; ok {
 			continue
 		}
-		queue := bus.WorkerQueue
-		if subj == w.subj.Catalog(pool) {
-			queue = bus.CatalogQueue
-		}
-		s, err := w.nc.QueueSubscribe(subj, queue, h)
+		s, err := w.nc.QueueSubscribe(subj, bus.WorkerQueue, h)
 		if err != nil {
 			return fmt.Errorf("worker: subscribing to %s: %w", subj, err)
 		}
 		_ = s.SetPendingLimits(-1, 64<<20)
 		w.reqSubs[subj] = s
+	}
+	if err := w.ann.Serve(pool, raw); err != nil {
+		return fmt.Errorf("worker: %w", err)
 	}
 	w.served.Store(now)
 	for subj, s := range w.reqSubs {
@@ -86,7 +89,9 @@ func (w *Worker) applyCatalog(changed []string) error {
 			delete(w.reqSubs, subj)
 		}
 	}
-	if err := w.nc.FlushTimeout(5 * time.Second); err != nil {
+	fctx, cancel := context.WithTimeout(ctx, flushTimeout)
+	defer cancel()
+	if err := w.nc.FlushWithContext(fctx); err != nil {
 		return fmt.Errorf("worker: flushing subscriptions: %w", err)
 	}
 	var kinds []string
@@ -98,48 +103,25 @@ func (w *Worker) applyCatalog(changed []string) error {
 			kinds = append(kinds, k)
 		}
 	}
-	w.announce(false, kinds)
+	w.ann.Announce(kinds)
 	return nil
 }
 
-// announce publishes the worker's heartbeat.
-func (w *Worker) announce(leaving bool, changed []string) {
-	s := w.served.Load()
-	if s == nil {
-		return
-	}
-	a := bus.Announcement{Worker: w.opts.ID, Pool: s.pool, IntervalMs: w.opts.AnnounceInterval.Milliseconds(), Leaving: leaving, Changed: changed}
-	b, _ := json.Marshal(&a)
-	if err := w.nc.Publish(w.subj.Announce(), b); err != nil {
-		w.log.Warn("worker: announcing", "err", err)
-	}
-}
-
-// heartbeats announces the worker every AnnounceInterval and tells each
-// request's frontend every HeartbeatInterval that the worker still holds
-// the request (so a dead worker is detected without waiting for the
-// request's deadline), until stop closes. One goroutine for all requests.
+// heartbeats tells each request's frontend every HeartbeatInterval that
+// the worker still holds the request (so a dead worker is detected without
+// waiting for the request's deadline), until stop closes. One goroutine
+// for all requests.
 func (w *Worker) heartbeats(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
-	ann := time.NewTicker(w.opts.AnnounceInterval)
-	defer ann.Stop()
-	var beat <-chan time.Time
-	if w.opts.HeartbeatInterval > 0 {
-		t := time.NewTicker(w.opts.HeartbeatInterval)
-		defer t.Stop()
-		beat = t.C
-	}
+	t := time.NewTicker(w.opts.HeartbeatInterval)
+	defer t.Stop()
 	payload := []byte(w.opts.ID)
 	var running []*inflight
 	for {
 		select {
 		case <-stop:
 			return
-		case <-ann.C:
-			if !w.leaving.Load() {
-				w.announce(false, nil)
-			}
-		case <-beat:
+		case <-t.C:
 			w.mu.Lock()
 			running = running[:0]
 			for _, f := range w.inflight {
@@ -151,13 +133,6 @@ func (w *Worker) heartbeats(stop <-chan struct{}, done chan<- struct{}) {
 			}
 			clear(running)
 		}
-	}
-}
-
-// onCatalog answers a frontend's request for the worker's catalog.
-func (w *Worker) onCatalog(m *nats.Msg) {
-	if s := w.served.Load(); s != nil && m.Reply != "" {
-		_ = m.Respond(s.json)
 	}
 }
 
