@@ -59,7 +59,7 @@ func (f *Frontend) serveDelete(w http.ResponseWriter, r *http.Request) {
 		err = f.opts.Store.Delete(ctx, sid)
 	}
 	if err == nil {
-		f.uncountSession(ctx, sess.Principal, sid, time.Now())
+		f.limits.UncountSession(ctx, sess.Principal, sid, time.Now())
 	}
 	switch {
 	case errors.Is(err, sessionstore.ErrNotFound):

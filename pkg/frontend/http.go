@@ -70,7 +70,7 @@ func (f *Frontend) serveMCP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r, ok := f.authenticate(w, r)
-	if !ok || f.rateLimited(w, r) {
+	if !ok || f.limits.RateLimited(w, principalOf(r)) {
 		return
 	}
 	switch r.Method {
@@ -128,7 +128,7 @@ func (f *Frontend) servePost(w http.ResponseWriter, r *http.Request) {
 		httpx.HTTPError(w, http.StatusBadRequest, protocol.CodeParseError, "parse error")
 		return
 	}
-	if err := f.checkSizes(msg, body); err != nil {
+	if err := f.limits.CheckSizes(msg, body); err != nil {
 		id := msg.ID
 		if n := f.limits.MaxStringBytes(); n > 0 && len(id.Str()) > n {
 			id = protocol.ID{} // the id itself is what is too long: not echoed

@@ -10,6 +10,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/httpx"
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
 	"github.com/mcpfleet/mcpfleet/pkg/frontend/stream"
+	"github.com/mcpfleet/mcpfleet/pkg/limits"
 	"github.com/mcpfleet/mcpfleet/pkg/listen"
 	"github.com/mcpfleet/mcpfleet/pkg/mcp"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
@@ -190,10 +191,10 @@ func (f *Frontend) initialize(w http.ResponseWriter, r *http.Request, msg *proto
 	}
 	principal := principalOf(r)
 	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
-	capped := f.sessionCapReached(ctx, principal)
+	capped := f.limits.SessionCapReached(ctx, principal, time.Now())
 	cancel()
 	if capped {
-		tooMany(w, msg.ID, time.Minute, sessionCapMessage)
+		limits.WriteTooMany(w, msg.ID, time.Minute, limits.SessionCapMessage)
 		return
 	}
 	var sid string
@@ -225,11 +226,11 @@ func (f *Frontend) initialize(w http.ResponseWriter, r *http.Request, msg *proto
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 			defer cancel()
-			if err := f.countSession(ctx, principal, s.ID, time.Now()); err != nil {
+			if err := f.limits.CountSession(ctx, principal, s.ID, time.Now()); err != nil {
 				return err
 			}
 			if err := f.opts.Store.Create(ctx, s); err != nil {
-				f.uncountSession(ctx, principal, s.ID, time.Now())
+				f.limits.UncountSession(ctx, principal, s.ID, time.Now())
 				return err
 			}
 			sid = s.ID
@@ -248,7 +249,7 @@ func (f *Frontend) initialize(w http.ResponseWriter, r *http.Request, msg *proto
 	// worker does when none is known yet.
 	if resp, ok := f.fleet.AnswerFromCatalog(protocol.EraLegacy, msg, nil); ok {
 		if err := spec.Effect(resp); err != nil {
-			f.sessionNotCreated(w, msg.ID, err)
+			f.limits.WriteSessionNotCreated(w, msg.ID, err)
 			return
 		}
 		h := http.Header{}
@@ -314,7 +315,7 @@ func (f *Frontend) legacyRequest(w http.ResponseWriter, r *http.Request, sess *s
 		return
 	}
 	if msg.Method == protocol.MethodResourcesSubscribe {
-		if e := f.subscriptionRoom(r, sess.ID, head); e != nil {
+		if e := f.limits.SubscriptionRoom(r.Context(), sess.ID, head.URI); e != nil {
 			f.release(c)
 			httpx.WriteError(w, http.StatusOK, msg.ID, e)
 			return

@@ -221,7 +221,7 @@ func (f *Frontend) serveListen(w http.ResponseWriter, r *http.Request, msg *prot
 		httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "too many listen streams on this server; retry later"))
 		return
 	case errors.Is(err, listen.ErrTooManyForClient):
-		tooMany(w, msg.ID, 5*time.Second, "Too Many Requests: too many listen streams for this principal")
+		limits.WriteTooMany(w, msg.ID, 5*time.Second, "Too Many Requests: too many listen streams for this principal")
 		return
 	case errors.Is(err, listen.ErrDuplicate):
 		httpx.WriteError(w, http.StatusConflict, msg.ID, protocol.NewError(protocol.CodeInvalidRequest, "invalid request: a listen stream with subscription id %s is already open", msg.ID))

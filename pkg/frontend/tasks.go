@@ -23,8 +23,8 @@ func newTasks(f *Frontend) (*taskhttp.Handler, error) {
 		Alive:     func(worker string) bool { return f.fleet.Alive(worker) },
 		Principal: principalOf,
 		Admit: func(w http.ResponseWriter, r *http.Request, id protocol.ID, session string) (func(), bool) {
-			held, ok := f.admit(w, r, id, session)
-			return held.release, ok
+			h, ok := f.limits.Admit(w, id, session, principalOf(r))
+			return h.Release, ok
 		},
 		StartSSE: func(w http.ResponseWriter) taskhttp.EventWriter {
 			return sseEvents{stream.StartSSE(w, f.opts.WriteTimeout, nil)}
