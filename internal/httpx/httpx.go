@@ -6,7 +6,9 @@ package httpx
 
 import (
 	"encoding/json"
+	"mime"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
@@ -135,4 +137,29 @@ func SetOutcome(w http.ResponseWriter, outcome string) {
 	if r, ok := w.(*Recorder); ok {
 		r.outcome = outcome
 	}
+}
+
+// Accepts reports whether the Accept header lists the media type (exactly,
+// ignoring parameters and case; q=0 excludes it).
+func Accepts(r *http.Request, mediaType string) bool {
+	for _, v := range r.Header.Values("Accept") {
+		for _, part := range strings.Split(v, ",") {
+			mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err != nil {
+				continue
+			}
+			if q, ok := params["q"]; ok && (q == "0" || q == "0.0" || q == "0.00" || q == "0.000") {
+				continue
+			}
+			if strings.EqualFold(mt, mediaType) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func IsJSONContentType(r *http.Request) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && strings.EqualFold(mt, "application/json")
 }

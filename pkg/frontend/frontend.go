@@ -25,6 +25,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
 	"github.com/mcpfleet/mcpfleet/pkg/fleet"
 	"github.com/mcpfleet/mcpfleet/pkg/frontend/internal/hub"
+	"github.com/mcpfleet/mcpfleet/pkg/frontend/origin"
 	"github.com/mcpfleet/mcpfleet/pkg/frontend/stream"
 	"github.com/mcpfleet/mcpfleet/pkg/limits"
 	"github.com/mcpfleet/mcpfleet/pkg/listen"
@@ -41,7 +42,7 @@ type Frontend struct {
 	subj bus.Subjects
 	id   string
 
-	hostCheck *allowList
+	hostCheck *origin.List
 	metrics   *Metrics
 
 	sub     *nats.Subscription // the worker's frames for this frontend's streams
@@ -71,7 +72,7 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 	if err := opts.resolve(); err != nil {
 		return nil, err
 	}
-	hc, err := newAllowList(opts.AllowedHosts, opts.AllowedOrigins)
+	hc, err := origin.New(opts.AllowedHosts, opts.AllowedOrigins)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}

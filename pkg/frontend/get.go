@@ -15,7 +15,7 @@ import (
 // serveGet opens a legacy session's GET stream, or resumes a stream (GET
 // or POST) after the event named by Last-Event-ID (stream.Streams.Get).
 func (f *Frontend) serveGet(w http.ResponseWriter, r *http.Request) {
-	if !accepts(r, "text/event-stream") {
+	if !httpx.Accepts(r, "text/event-stream") {
 		httpx.HTTPError(w, http.StatusNotAcceptable, protocol.CodeInvalidRequest, "Not Acceptable: the Accept header must list text/event-stream")
 		return
 	}

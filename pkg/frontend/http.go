@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/httpx"
+	"github.com/mcpfleet/mcpfleet/pkg/frontend/origin"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 )
 
@@ -26,10 +27,10 @@ const (
 const codeSessionNotFound = protocol.CodeSessionNotFound
 
 func (f *Frontend) serveMCP(w http.ResponseWriter, r *http.Request) {
-	origin := r.Header.Get("Origin")
-	originOK := f.hostCheck.originOK(origin)
-	if origin != "" && originOK {
-		setCORS(w.Header(), origin) // on every answer, errors included
+	orig := r.Header.Get("Origin")
+	originOK := f.hostCheck.OriginOK(orig)
+	if orig != "" && originOK {
+		origin.SetCORS(w.Header(), orig) // on every answer, errors included
 	}
 	f.mu.Lock()
 	if f.closing {
@@ -57,7 +58,7 @@ func (f *Frontend) serveMCP(w http.ResponseWriter, r *http.Request) {
 		}()
 	}
 
-	if !f.hostCheck.hostOK(r.Host) {
+	if !f.hostCheck.HostOK(r.Host) {
 		httpx.HTTPError(w, http.StatusForbidden, protocol.CodeInvalidRequest, "Forbidden: Host header not allowed")
 		return
 	}
@@ -66,7 +67,7 @@ func (f *Frontend) serveMCP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method == http.MethodOptions {
-		f.preflight(w, r) // before authentication: browsers send no token on a preflight
+		origin.Preflight(w, r) // before authentication: browsers send no token on a preflight
 		return
 	}
 	r, ok := f.authenticate(w, r)
@@ -81,17 +82,17 @@ func (f *Frontend) serveMCP(w http.ResponseWriter, r *http.Request) {
 	case http.MethodDelete:
 		f.serveDelete(w, r)
 	default:
-		w.Header().Set("Allow", corsMethods)
+		w.Header().Set("Allow", origin.Methods)
 		httpx.HTTPError(w, http.StatusMethodNotAllowed, protocol.CodeInvalidRequest, "Method Not Allowed")
 	}
 }
 
 func (f *Frontend) servePost(w http.ResponseWriter, r *http.Request) {
-	if !accepts(r, "application/json") || !accepts(r, "text/event-stream") {
+	if !httpx.Accepts(r, "application/json") || !httpx.Accepts(r, "text/event-stream") {
 		httpx.HTTPError(w, http.StatusNotAcceptable, protocol.CodeInvalidRequest, "Not Acceptable: the Accept header must list both application/json and text/event-stream")
 		return
 	}
-	if !isJSONContentType(r) {
+	if !httpx.IsJSONContentType(r) {
 		httpx.HTTPError(w, http.StatusUnsupportedMediaType, protocol.CodeInvalidRequest, "Unsupported Media Type: Content-Type must be application/json")
 		return
 	}

@@ -41,7 +41,7 @@ func (f *Frontend) MCPRouter(path string) *gin.Engine {
 	g.Use(gin.Recovery())
 	g.Any(path, gin.WrapH(f.Handler()))
 	if f.opts.Auth != nil {
-		meta := gin.WrapF(f.withCORS(f.opts.Auth.Metadata))
+		meta := gin.WrapF(f.hostCheck.WithCORS(f.opts.Auth.Metadata))
 		g.GET(auth.MetadataPath, meta)
 		g.GET(auth.MetadataPath+path, meta)
 	}

@@ -1,23 +1,28 @@
-package frontend
+// Package origin guards the MCP endpoint against DNS rebinding and lets
+// browsers of allowed origins call it: the Host and Origin allow lists,
+// and CORS (the headers of every answer to an allowed origin, and the
+// preflight).
+package origin
 
 import (
 	"fmt"
-	"mime"
 	"net"
-	"net/http"
 	"net/url"
 	"strings"
 )
 
-// allowList validates Host and Origin headers against DNS rebinding.
-type allowList struct {
+// List validates Host and Origin headers against DNS rebinding.
+type List struct {
 	anyHost, anyOrigin bool
 	hosts              map[string]bool // lower-case host or host:port
 	origins            map[string]bool // lower-case scheme://host[:port]
 }
 
-func newAllowList(hosts, origins []string) (*allowList, error) {
-	a := &allowList{hosts: map[string]bool{}, origins: map[string]bool{}}
+// New returns the list of hosts (host or host:port, "*" for any; empty:
+// loopback names on any port) and origins (scheme://host[:port], "*" for
+// any; empty: loopback origins), or an error naming a malformed entry.
+func New(hosts, origins []string) (*List, error) {
+	a := &List{hosts: map[string]bool{}, origins: map[string]bool{}}
 	for _, h := range hosts {
 		h = strings.ToLower(strings.TrimSpace(h))
 		if h == "*" {
@@ -62,7 +67,8 @@ func splitHost(hostport string) string {
 	return strings.Trim(hostport, "[]")
 }
 
-func (a *allowList) hostOK(host string) bool {
+// HostOK reports whether a Host header value is allowed.
+func (a *List) HostOK(host string) bool {
 	if a.anyHost {
 		return true
 	}
@@ -73,7 +79,9 @@ func (a *allowList) hostOK(host string) bool {
 	return a.hosts[host] || a.hosts[splitHost(host)]
 }
 
-func (a *allowList) originOK(origin string) bool {
+// OriginOK reports whether an Origin header value is allowed (an absent
+// Origin is).
+func (a *List) OriginOK(origin string) bool {
 	if origin == "" || a.anyOrigin {
 		return true
 	}
@@ -86,29 +94,4 @@ func (a *allowList) originOK(origin string) bool {
 		return isLoopbackName(splitHost(u.Host))
 	}
 	return a.origins[origin]
-}
-
-// accepts reports whether the Accept header lists the media type (exactly,
-// ignoring parameters and case; q=0 excludes it).
-func accepts(r *http.Request, mediaType string) bool {
-	for _, v := range r.Header.Values("Accept") {
-		for _, part := range strings.Split(v, ",") {
-			mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
-			if err != nil {
-				continue
-			}
-			if q, ok := params["q"]; ok && (q == "0" || q == "0.0" || q == "0.00" || q == "0.000") {
-				continue
-			}
-			if strings.EqualFold(mt, mediaType) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func isJSONContentType(r *http.Request) bool {
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	return err == nil && strings.EqualFold(mt, "application/json")
 }

@@ -1,4 +1,4 @@
-package frontend
+package origin
 
 import (
 	"net/http"
@@ -12,12 +12,13 @@ import (
 // the endpoint from a browser. Its preflight (OPTIONS) is answered 204 with
 // what the endpoint accepts, and every answer to it (JSON, SSE, errors)
 // names the origin and exposes the headers a client reads. An origin
-// outside the list gets 403 and no CORS header at all (check.go). No
+// outside the list gets 403 and no CORS header at all (origin.go). No
 // credentials mode: mcpfleet uses no cookies, and a bearer token is a
 // request header the page sets (Authorization, allowed below).
 
-// corsMethods are the methods a page may use.
-const corsMethods = "GET, POST, DELETE, OPTIONS"
+// Methods are the methods the MCP endpoint takes (its Allow header), and
+// those a page may use.
+const Methods = "GET, POST, DELETE, OPTIONS"
 
 // corsAllowHeaders are the request headers the endpoint reads (besides the
 // Mcp-Param-* family, allowed by name after a check): a preflight allows
@@ -41,42 +42,42 @@ var corsRequestHeaders = func() map[string]bool {
 	return m
 }()
 
-// setCORS adds the headers of an answer to an allowed origin.
-func setCORS(h http.Header, origin string) {
+// SetCORS adds the headers of an answer to an allowed origin.
+func SetCORS(h http.Header, origin string) {
 	h.Set("Access-Control-Allow-Origin", origin)
 	h.Add("Vary", "Origin")
 	h.Set("Access-Control-Expose-Headers", corsExposeHeaders)
 }
 
-// withCORS serves h with the CORS headers of an allowed origin (a simple
+// WithCORS serves h with the CORS headers of an allowed origin (a simple
 // GET, such as the protected-resource metadata a browser client reads
 // before it has a token).
-func (f *Frontend) withCORS(h http.HandlerFunc) http.HandlerFunc {
+func (a *List) WithCORS(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if origin := r.Header.Get("Origin"); origin != "" && f.hostCheck.originOK(origin) {
-			setCORS(w.Header(), origin)
+		if origin := r.Header.Get("Origin"); origin != "" && a.OriginOK(origin) {
+			SetCORS(w.Header(), origin)
 		}
 		h(w, r)
 	}
 }
 
-// clearCORS drops what setCORS set: a refused preflight must not look
+// clearCORS drops what SetCORS set: a refused preflight must not look
 // allowed.
 func clearCORS(h http.Header) {
 	h.Del("Access-Control-Allow-Origin")
 	h.Del("Access-Control-Expose-Headers")
 }
 
-// preflight answers OPTIONS: a CORS preflight from an allowed origin (the
+// Preflight answers OPTIONS: a CORS preflight from an allowed origin (the
 // caller checked it) gets 204 with the methods, the request headers and
 // the max age; a plain OPTIONS gets 204 with Allow. A preflight asking
 // for a method or a header the endpoint does not take gets 403, without
 // CORS headers (the browser then refuses the request it was for).
-func (f *Frontend) preflight(w http.ResponseWriter, r *http.Request) {
+func Preflight(w http.ResponseWriter, r *http.Request) {
 	origin := r.Header.Get("Origin")
 	method := r.Header.Get("Access-Control-Request-Method")
 	if origin == "" || method == "" {
-		w.Header().Set("Allow", corsMethods)
+		w.Header().Set("Allow", Methods)
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
@@ -105,7 +106,7 @@ func (f *Frontend) preflight(w http.ResponseWriter, r *http.Request) {
 	h.Add("Vary", "Origin")
 	h.Add("Vary", "Access-Control-Request-Method")
 	h.Add("Vary", "Access-Control-Request-Headers")
-	h.Set("Access-Control-Allow-Methods", corsMethods)
+	h.Set("Access-Control-Allow-Methods", Methods)
 	allow := corsAllowHeaders
 	if len(params) > 0 {
 		allow += ", " + strings.Join(params, ", ")
