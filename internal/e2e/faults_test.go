@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/testenv"
+	"github.com/mcpfleet/mcpfleet/internal/testutil"
 	"github.com/nats-io/nats.go"
 )
 
@@ -294,7 +295,9 @@ func TestStalledReader(t *testing.T) {
 	}
 	defer conn.Close()
 	fmt.Fprintf(conn, "GET /mcp HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\nMcp-Session-Id: %s\r\n\r\n", host, stalled.SessionID)
-	time.Sleep(300 * time.Millisecond) // the stream is registered
+	testutil.Poll(t, "the stalled GET stream to be registered", func() bool {
+		return metric(t, scrape(t, strings.TrimSuffix(c.URLs[0], "/mcp")), `mcpfleet_frontend_open_streams{kind="get"}`) >= 2
+	})
 
 	nc, err := nats.Connect(c.NATSURL)
 	if err != nil {
