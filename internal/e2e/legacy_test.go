@@ -204,7 +204,7 @@ func ruleCancel(t *testing.T, tg *target) {
 	if resp := responseOf(msgs); resp != nil {
 		t.Fatalf("a cancelled request got a response: %+v", resp)
 	}
-	if time.Since(start) > 4*time.Second {
+	if time.Since(start) > testenv.HangGuard(4*time.Second) { // promptly: a hang guard, not a latency target
 		t.Fatalf("the stream ended %s after the cancel", time.Since(start))
 	}
 	waitLog(t, tg, "77", c.SessionID)
