@@ -90,8 +90,19 @@ func TestLimits(t *testing.T) {
 	if r.Status != http.StatusTooManyRequests {
 		t.Fatalf("a third request while two detached ones run (cap 2): %s", r)
 	}
-	testutil.PollFor(t, testenv.HangGuard(10*time.Second), "the detached requests' slots to be freed", func() bool {
+	testutil.PollFor(t, testenv.HangGuard(10*time.Second), "a detached request's slot to be freed", func() bool {
 		return a.Post(testenv.Request(33, "tools/call", callParams("echo", map[string]any{"text": "later"})), nil).Status == 200
+	})
+	// Both slots free: a request held while another one is answered.
+	testutil.PollFor(t, testenv.HangGuard(10*time.Second), "both detached requests' slots to be freed", func() bool {
+		s := a.PostStream(testenv.Request(35, "tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 200}, "_meta": map[string]any{"progressToken": 35}}), nil)
+		if s.Status != 200 {
+			s.Close()
+			return false
+		}
+		ok := a.Post(testenv.Request(36, "tools/call", callParams("echo", map[string]any{"text": "later"})), nil).Status == 200
+		expectEnd(t, s)
+		return ok
 	})
 	// Resuming a stream (Last-Event-ID) holds a slot like the request it
 	// resumes: one request and its resumption fill the cap of 2.

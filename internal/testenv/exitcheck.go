@@ -3,6 +3,7 @@ package testenv
 import (
 	"regexp"
 	"testing"
+	"time"
 )
 
 // crashRE matches what a Go program writes when it panics, dies of a
@@ -24,6 +25,30 @@ func crashIn(out string) string {
 	return out[loc[0]:end]
 }
 
+// stopAtCleanup stops the process if it still runs: a process the test
+// already sent SIGTERM to is given time to finish (a second signal would
+// cut its drain short), then it gets SIGTERM (again), then SIGKILL.
+func (p *Proc) stopAtCleanup() {
+	if p.Exited() {
+		return
+	}
+	p.mu.Lock()
+	termed := p.fate.termed
+	p.mu.Unlock()
+	if termed {
+		guard := HangGuard(10 * time.Second)
+		select {
+		case <-p.done:
+			return
+		case <-time.After(guard):
+			p.mu.Lock()
+			p.fate.undrained = guard
+			p.mu.Unlock()
+		}
+	}
+	p.Stop(10 * time.Second)
+}
+
 // checkEnd fails the test when the process (ended) did not end as
 // expected (see Proc): it runs at cleanup, after the process was stopped.
 func (p *Proc) checkEnd(tb testing.TB) {
@@ -38,6 +63,8 @@ func (p *Proc) checkEnd(tb testing.TB) {
 	p.mu.Unlock()
 	switch {
 	case fate.killed || fate.crash:
+	case fate.undrained > 0:
+		tb.Errorf("testenv: %s still ran %s after the test's SIGTERM; its output ends:\n%s", p.Name, fate.undrained, tail(out, 40))
 	case fate.forced > 0:
 		tb.Errorf("testenv: %s did not exit within %s of SIGTERM and was killed; its output ends:\n%s", p.Name, fate.forced, tail(out, 40))
 	case p.ExitCode() != fate.exitCode:

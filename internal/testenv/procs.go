@@ -40,10 +40,12 @@ type Proc struct {
 
 // procFate is how a process is expected to end.
 type procFate struct {
-	killed   bool          // SIGKILLed by the test: any status
-	crash    bool          // ExpectCrash: any status
-	forced   time.Duration // Stop had to kill it after this long
-	exitCode int           // the expected exit status otherwise
+	killed    bool          // SIGKILLed by the test: any status
+	termed    bool          // the test sent SIGTERM or SIGINT itself
+	undrained time.Duration // still running this long after the test's SIGTERM
+	crash     bool          // ExpectCrash: any status
+	forced    time.Duration // Stop had to kill it after this long
+	exitCode  int           // the expected exit status otherwise
 }
 
 // Log returns what the process wrote so far (stdout and stderr).
@@ -160,9 +162,7 @@ func StartEnv(tb testing.TB, name, bin string, env []string, args ...string) *Pr
 		close(p.done)
 	}()
 	tb.Cleanup(func() {
-		if !p.Exited() {
-			p.Stop(10 * time.Second)
-		}
+		p.stopAtCleanup()
 		p.checkEnd(tb)
 		if tb.Failed() {
 			tb.Logf("--- output of %s:\n%s", name, tail(p.Log(), 60))
@@ -331,8 +331,13 @@ func StartWorkerCommand(tb testing.TB, command []string, natsURL string, args ..
 // Kill; after SIGTERM or SIGINT the process is to exit with status 0 (or
 // the one declared with ExpectExit).
 func (p *Proc) Signal(sig os.Signal) error {
-	if sig == syscall.SIGKILL {
+	switch sig {
+	case syscall.SIGKILL:
 		p.markKilled()
+	case syscall.SIGTERM, syscall.SIGINT:
+		p.mu.Lock()
+		p.fate.termed = true
+		p.mu.Unlock()
 	}
 	return p.cmd.Process.Signal(sig)
 }
