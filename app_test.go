@@ -260,7 +260,7 @@ func TestAppStdio(t *testing.T) {
 	}()
 	deadline := time.Now().Add(30 * time.Second)
 	for !strings.Contains(r.stdout.String(), `"id":2`) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // the polling interval of a wait with a deadline for the event, not a synchronisation
 	}
 	_ = inw.Close()
 	select {
@@ -437,7 +437,7 @@ func TestAppAdminListenerAndDrainDelay(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("readiness never failed after SIGTERM")
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // the polling interval of a wait with a deadline for the event, not a synchronisation
 	}
 	select {
 	case <-r.done:
@@ -481,7 +481,7 @@ func TestAppWaitsForNATS(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
 	w.waitLog(t, regexp.MustCompile(`msg="worker serving"`))
-	for deadline := time.Now().Add(10 * time.Second); probeCode(admin, "ready") != 0; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); probeCode(admin, "ready") != 0; time.Sleep(10 * time.Millisecond) { // the polling interval of a wait with a deadline for the event, not a synchronisation
 		if time.Now().After(deadline) {
 			t.Fatal("the worker never became ready once NATS was up")
 		}

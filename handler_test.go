@@ -114,7 +114,7 @@ func TestHandlerOnGinWithRunWorker(t *testing.T) {
 	// The frontend learns of the worker from its announcements.
 	c := testenv.NewClient(t, hs.URL+"/mcp")
 	c.Initialize(nil)
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) { // the polling interval of a wait with a deadline for the event, not a synchronisation
 		var res protocol.ListToolsResult
 		if json.Unmarshal(c.Call(2, "tools/list", nil), &res) == nil && len(res.Tools) == 1 && res.Tools[0].Name == "greet" {
 			break
@@ -184,7 +184,7 @@ func ExampleNewHandler() {
 func settledGoroutines(want int) int {
 	n := runtime.NumGoroutine()
 	for deadline := time.Now().Add(10 * time.Second); n > want && time.Now().Before(deadline); n = runtime.NumGoroutine() {
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // the polling interval of a wait with a deadline for the event, not a synchronisation
 	}
 	return n
 }

@@ -416,7 +416,7 @@ func (g *goRun) steps() []goStep {
 		// seen the last notification that preceded it on the stream.
 		deadline := time.Now().Add(time.Second)
 		for len(g.progressOf(tok)) < 3 && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(10 * time.Millisecond) // the polling interval of a wait with a deadline for the event, not a synchronisation
 		}
 		var vals []string
 		for _, p := range g.progressOf(tok) {
@@ -455,6 +455,8 @@ func (g *goRun) steps() []goStep {
 			if _, err := g.call(ctx, "test_tool_with_logging", nil, nil); err != nil {
 				return "", err
 			}
+			// A bounded wait, the behaviour under test being that no message
+			// arrives (the Go client reports no event to mark its absence).
 			time.Sleep(300 * time.Millisecond)
 			if n := g.logMsgs.count(isToolLog); n != 0 {
 				return "", fmt.Errorf("%d info messages after logging/setLevel error", n)
@@ -481,6 +483,8 @@ func (g *goRun) steps() []goStep {
 			if _, err := g.call(ctx, "test_tool_with_logging", nil, nil); err != nil {
 				return "", err
 			}
+			// A bounded wait, the behaviour under test being that no message
+			// arrives (the Go client reports no event to mark its absence).
 			time.Sleep(300 * time.Millisecond)
 			if n := g.logMsgs.count(isToolLog); n != 0 {
 				return "", fmt.Errorf("%d info messages with logLevel error or without logLevel", n)
@@ -626,7 +630,7 @@ func (g *goRun) steps() []goStep {
 			if time.Now().After(deadline) {
 				return "", errors.New("no progress from sleep 5000 within 3 s")
 			}
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(10 * time.Millisecond) // the polling interval of a wait with a deadline for the event, not a synchronisation
 		}
 		cancel()
 		var err error

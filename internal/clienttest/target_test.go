@@ -58,6 +58,6 @@ func (tg *target) waitCancelled(t *testing.T, before int) {
 			t.Errorf("the sleep the client cancelled never observed its cancellation on the server (%q count still %d)", sleepCancelled, before)
 			return
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // the polling interval of a wait with a deadline for the event, not a synchronisation
 	}
 }

@@ -117,7 +117,7 @@ func (w *wireLog) waitFor(n int, d time.Duration, match func(wireEntry) bool) (w
 		if time.Now().After(deadline) {
 			return wireEntry{}, false
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // the polling interval of a wait with a deadline for the event, not a synchronisation
 	}
 }
 
@@ -160,7 +160,7 @@ func (w *waiter[T]) waitCount(d time.Duration, n int, match func(T) bool) bool {
 		if time.Now().After(deadline) {
 			return false
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // the polling interval of a wait with a deadline for the event, not a synchronisation
 	}
 	return true
 }

@@ -304,7 +304,7 @@ func checkReResolution(t *testing.T, s *stack, url string) {
 		if time.Now().After(deadline) {
 			t.Fatalf("nginx sent none of %d requests to the frontend restarted at %s within 30s", n+1, ctr.ip)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // the polling interval of a wait with a deadline for the event, not a synchronisation
 	}
 }
 

@@ -58,7 +58,7 @@ func (s *stack) waitHealthy(ctr *container, within time.Duration) {
 		if time.Now().After(deadline) {
 			s.t.Fatalf("%s: healthcheck still fails after %s (status %d): %s", ctr.name, within, code, out)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // the polling interval of a wait with a deadline for the event, not a synchronisation
 	}
 }
 

@@ -126,7 +126,8 @@ func imageBinaries(t *testing.T, version string) map[string]string {
 			return
 		}
 		buildDirs.Store(b.dir, true)
-		cmd := exec.Command("go", "build", "-ldflags", flags, "-o", b.dir+"/", "./cmd/mcpfleet", "./cmd/frontend", "./cmd/worker")
+		args := append(append([]string{"build"}, testenv.BuildFlags()...), "-ldflags", flags, "-o", b.dir+"/", "./cmd/mcpfleet", "./cmd/frontend", "./cmd/worker")
+		cmd := exec.Command("go", args...)
 		cmd.Dir = testenv.ModuleRoot(t)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.err = fmt.Errorf("go build -ldflags %q: %v\n%s", flags, err, out)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/testenv"
+	"github.com/mcpfleet/mcpfleet/internal/testutil"
 )
 
 // TestDrain sends SIGTERM to a worker and then a frontend while each holds
@@ -22,17 +23,14 @@ func TestDrain(t *testing.T) {
 	s.NextMessage(t, 10*time.Second)
 	re := regexp.MustCompile(`"msg":"sleep started","request":"1"|msg="sleep started" request=1 `)
 	victim := -1
-	for deadline := time.Now().Add(5 * time.Second); victim < 0 && time.Now().Before(deadline); {
+	testutil.Poll(t, "a worker to log the sleep", func() bool {
 		for i, w := range c.Workers {
 			if re.MatchString(w.Log()) {
 				victim = i
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if victim < 0 {
-		t.Fatal("no worker logged the sleep")
-	}
+		return victim >= 0
+	})
 	_ = c.Workers[victim].Signal(syscall.SIGTERM)
 	// New work goes to the other worker at once.
 	for i := 0; i < 4; i++ {
@@ -61,12 +59,11 @@ func TestDrain(t *testing.T) {
 
 func waitExit(t *testing.T, p *testenv.Proc, what string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !p.Exited() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not exit", what)
-		}
-		time.Sleep(20 * time.Millisecond)
+	guard := testenv.HangGuard(15 * time.Second)
+	select {
+	case <-p.Done():
+	case <-time.After(guard):
+		t.Fatalf("%s did not exit within %s", what, guard)
 	}
 }
 
@@ -87,14 +84,19 @@ func TestDrainThroughProxy(t *testing.T) {
 		held = append(held, s)
 	}
 	_ = c.Frontends[0].Signal(syscall.SIGTERM)
-	failed := 0
-	for i := range 40 {
-		r := cl.Post(testenv.Request(100+i, "tools/call", callParams("echo", map[string]any{"text": "during the drain"})), nil)
+	// Calls through the whole drain: at least 40, and until the drained
+	// frontend has exited (its held request answered).
+	failed, calls := 0, 0
+	deadline := time.Now().Add(testenv.HangGuard(15 * time.Second))
+	for ; calls < 40 || !c.Frontends[0].Exited(); calls++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("the drained frontend did not exit within %s", testenv.HangGuard(15*time.Second))
+		}
+		r := cl.Post(testenv.Request(100+calls, "tools/call", callParams("echo", map[string]any{"text": "during the drain"})), nil)
 		if r.Status != 200 || r.ErrorCode() != 0 {
 			failed++
-			t.Errorf("call %d during the drain: %s", i, r)
+			t.Errorf("call %d during the drain: %s", calls, r)
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	for i, s := range held {
 		if resp := responseOf(expectEnd(t, s)); resp == nil || !strings.Contains(string(resp.Result), "slept") {
@@ -102,5 +104,5 @@ func TestDrainThroughProxy(t *testing.T) {
 		}
 	}
 	waitExit(t, c.Frontends[0], "the drained frontend")
-	t.Logf("drain through nginx: %d of 40 calls failed", failed)
+	t.Logf("drain through nginx: %d of %d calls failed", failed, calls)
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/testenv"
+	"github.com/mcpfleet/mcpfleet/internal/testutil"
 	"github.com/nats-io/nats.go"
 )
 
@@ -30,7 +31,8 @@ func proxyCluster(t *testing.T, persistent bool) *testenv.Cluster {
 func streamHolder(t *testing.T, c *testenv.Cluster, kind string) int {
 	t.Helper()
 	want := `mcpfleet_frontend_open_streams{kind="` + kind + `"} 1`
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	holder := -1
+	testutil.PollFor(t, testenv.HangGuard(5*time.Second), "a frontend to report an open "+kind+" stream", func() bool {
 		for i, u := range c.URLs {
 			resp, err := http.Get(strings.TrimSuffix(u, "/mcp") + "/metrics")
 			if err != nil {
@@ -39,12 +41,13 @@ func streamHolder(t *testing.T, c *testenv.Cluster, kind string) int {
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if strings.Contains(string(b), want) {
-				return i
+				holder = i
+				return true
 			}
 		}
-	}
-	t.Fatalf("no frontend reports an open %s stream", kind)
-	return -1
+		return false
+	})
+	return holder
 }
 
 // TestWorkerKilled kills the worker running a request: the client gets a
@@ -59,17 +62,14 @@ func TestWorkerKilled(t *testing.T) {
 	s1.NextMessage(t, 10*time.Second)
 	victim := -1
 	re := regexp.MustCompile(`"msg":"sleep started","request":"1"|msg="sleep started" request=1 `)
-	for deadline := time.Now().Add(5 * time.Second); victim < 0; {
+	testutil.PollFor(t, testenv.HangGuard(5*time.Second), "a worker to log the sleep", func() bool {
 		for i, w := range c.Workers {
 			if re.MatchString(w.Log()) {
 				victim = i
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no worker logged the sleep")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return victim >= 0
+	})
 	other := tryOtherWorker(t, cl, c, victim)
 	killed := time.Now()
 	c.Workers[victim].Kill()
@@ -191,7 +191,7 @@ func TestRedisRestart(t *testing.T) {
 		r := cl.Post(testenv.Request(10+i, "tools/call", callParams("echo", map[string]any{"text": "down"})), nil)
 		d := time.Since(start)
 		slowest = max(slowest, d)
-		if d > 6*time.Second {
+		if d > testenv.HangGuard(6*time.Second) { // fails fast: a hang guard, not a latency target
 			t.Fatalf("a request during the outage took %s", d)
 		}
 		if r.Status != 503 || r.ErrorCode() != -32603 {
@@ -203,17 +203,14 @@ func TestRedisRestart(t *testing.T) {
 	c.Redis = c.Redis.Restart(t)
 	t.Logf("redis restart: the slowest failed request took %s; redis-server was back up %s after the restart began", slowest.Round(time.Millisecond), time.Since(restarted).Round(time.Millisecond))
 	var back time.Duration
-	for deadline := time.Now().Add(15 * time.Second); ; {
-		r := cl.Post(testenv.Request(20, "tools/call", callParams("echo", map[string]any{"text": "after"})), nil)
-		if r.Status == 200 && r.ErrorCode() == 0 {
-			back = time.Since(down)
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the session did not work again after the restart: %s", r)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var r *testenv.Reply
+	if !testutil.WaitFor(testenv.HangGuard(15*time.Second), func() bool {
+		r = cl.Post(testenv.Request(20, "tools/call", callParams("echo", map[string]any{"text": "after"})), nil)
+		return r.Status == 200 && r.ErrorCode() == 0
+	}) {
+		t.Fatalf("the session did not work again after the restart: %s", r)
 	}
+	back = time.Since(down)
 	t.Logf("redis restart: %d requests failed fast during the outage; service back %s after the stop", failed, back.Round(time.Millisecond))
 	for i := 0; i < 2; i++ {
 		cl.Call(30+i, "ping", nil) // on both frontends
@@ -233,7 +230,7 @@ func TestNATSRestart(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		start := time.Now()
 		r := cl.Post(testenv.Request(10+i, "tools/call", callParams("echo", map[string]any{"text": "down"})), nil)
-		if d := time.Since(start); d > 6*time.Second {
+		if d := time.Since(start); d > testenv.HangGuard(6*time.Second) { // fails fast: a hang guard, not a latency target
 			t.Fatalf("a request during the outage took %s", d)
 		}
 		if r.ErrorCode() == 0 {
@@ -247,18 +244,15 @@ func TestNATSRestart(t *testing.T) {
 	}
 	c.NATS = c.NATS.Restart(t)
 	var back time.Duration
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		r := cl.Post(testenv.Request(30, "tools/call", callParams("echo", map[string]any{"text": "after"})), nil)
-		r2 := cl.Post(testenv.Request(31, "tools/call", callParams("echo", map[string]any{"text": "after"})), nil)
-		if r.ErrorCode() == 0 && r.Status == 200 && r2.ErrorCode() == 0 && r2.Status == 200 {
-			back = time.Since(down)
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("service did not resume after the NATS restart: %s / %s", r, r2)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var r, r2 *testenv.Reply
+	if !testutil.WaitFor(testenv.HangGuard(20*time.Second), func() bool {
+		r = cl.Post(testenv.Request(30, "tools/call", callParams("echo", map[string]any{"text": "after"})), nil)
+		r2 = cl.Post(testenv.Request(31, "tools/call", callParams("echo", map[string]any{"text": "after"})), nil)
+		return r.ErrorCode() == 0 && r.Status == 200 && r2.ErrorCode() == 0 && r2.Status == 200
+	}) {
+		t.Fatalf("service did not resume after the NATS restart: %s / %s", r, r2)
 	}
+	back = time.Since(down)
 	t.Logf("nats restart: %d requests failed fast during the outage; service back %s after the kill", failed, back.Round(time.Millisecond))
 	// Events flow again too.
 	s, _ := openListen(t, mc, "after", map[string]any{"toolsListChanged": true})
@@ -294,7 +288,9 @@ func TestStalledReader(t *testing.T) {
 	}
 	defer conn.Close()
 	fmt.Fprintf(conn, "GET /mcp HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\nMcp-Session-Id: %s\r\n\r\n", host, stalled.SessionID)
-	time.Sleep(300 * time.Millisecond) // the stream is registered
+	testutil.Poll(t, "the stalled GET stream to be registered", func() bool {
+		return metric(t, scrape(t, strings.TrimSuffix(c.URLs[0], "/mcp")), `mcpfleet_frontend_open_streams{kind="get"}`) >= 2
+	})
 
 	nc, err := nats.Connect(c.NATSURL)
 	if err != nil {

@@ -41,6 +41,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/testenv"
+	"github.com/mcpfleet/mcpfleet/internal/testutil"
 )
 
 const (
@@ -49,11 +50,19 @@ const (
 	hostileMaxBody           = 4 << 20          // --max-body-bytes default
 	hostileMaxString         = 2 << 20          // --max-string-bytes default
 	hostileMaxArray          = 10000            // --max-array-len default
-	hostileGoodMaxLatency    = 3 * time.Second  // bound on any one echo of the good client
-	hostileRSSLimit          = 200 << 20        // bound on RSS growth during an attack
 	// hostileHoldLimit is how long a connection that makes no progress may
 	// be held: well past every timeout of the server (10 s).
 	hostileHoldLimit = 25 * time.Second
+)
+
+var (
+	// hostileGoodMaxLatency bounds any one echo of the good client: a hang
+	// guard (stretched for race-enabled binaries), not a latency target.
+	hostileGoodMaxLatency = testenv.HangGuard(3 * time.Second)
+	// hostileRSSLimit bounds the RSS growth during an attack: a guard
+	// against unbounded growth, five times larger for race-enabled
+	// binaries (the race detector's shadow memory), not a memory target.
+	hostileRSSLimit = int64(200<<20) * map[bool]int64{false: 1, true: 5}[testenv.RaceEnabled]
 )
 
 // ---------------------------------------------------------------------------
@@ -290,14 +299,11 @@ func (g *hostileGood) call(n int) error {
 func (g *hostileGood) finish(t *testing.T, tab *hostileTable) {
 	t.Helper()
 	// At least 20 calls (about a second), however short the attack was.
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	testutil.WaitFor(testenv.HangGuard(10*time.Second), func() bool {
 		g.mu.Lock()
-		n := len(g.lat)
-		g.mu.Unlock()
-		if n >= 20 {
-			break
-		}
-	}
+		defer g.mu.Unlock()
+		return len(g.lat) >= 20
+	})
 	g.halt()
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -782,11 +788,11 @@ func TestHostileSlowloris(t *testing.T) {
 	unreadStart := time.Now()
 	// What the slow and unread connections hold, once the answers are
 	// written as far as the sockets take them.
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		if hostileSeries(srv.scrape(t), "mcpfleet_frontend_inflight_requests") >= nBodies+nJSON {
-			break
-		}
-	}
+	testutil.WaitFor(testenv.HangGuard(10*time.Second), func() bool {
+		return hostileSeries(srv.scrape(t), "mcpfleet_frontend_inflight_requests") >= nBodies+nJSON
+	})
+	// A bounded wait, part of the measure: the answers are written as far
+	// as the sockets take them (no event tells when) before the RSS is read.
 	time.Sleep(time.Second)
 	rssHeld := hostileRSS(t, pid)
 	peak = max(peak, rssHeld)
@@ -850,16 +856,13 @@ func TestHostileSlowloris(t *testing.T) {
 		}
 	}()
 	// Every stream is open before the flood.
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	var openG, openL float64
+	if !testutil.WaitFor(testenv.HangGuard(10*time.Second), func() bool {
 		m := srv.scrape(t)
-		g, l := hostileSeries(m, `mcpfleet_frontend_open_streams{kind="get"}`), hostileSeries(m, `mcpfleet_frontend_open_streams{kind="listen"}`)
-		if g >= nGet && l >= nListen+1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("open streams: get %v listen %v, want %d and %d", g, l, nGet, nListen+1)
-		}
-		time.Sleep(100 * time.Millisecond)
+		openG, openL = hostileSeries(m, `mcpfleet_frontend_open_streams{kind="get"}`), hostileSeries(m, `mcpfleet_frontend_open_streams{kind="listen"}`)
+		return openG >= nGet && openL >= nListen+1
+	}) {
+		t.Fatalf("open streams: get %v listen %v, want %d and %d", openG, openL, nGet, nListen+1)
 	}
 
 	// The flood: another client calls touch_resource on uri, 3 at a time,
@@ -898,7 +901,7 @@ func TestHostileSlowloris(t *testing.T) {
 				} else {
 					touches.Add(1)
 				}
-				time.Sleep(10 * time.Millisecond)
+				time.Sleep(10 * time.Millisecond) // the behaviour under test: a flood of about 200 touches a second
 			}
 		}()
 	}
@@ -908,7 +911,7 @@ func TestHostileSlowloris(t *testing.T) {
 	var droppedGet, droppedListen, openGet, openListen float64
 	var getClosedAfter, listenClosedAfter time.Duration
 	for deadline := floodStart.Add(45 * time.Second); ; {
-		time.Sleep(250 * time.Millisecond)
+		time.Sleep(250 * time.Millisecond) // the sampling interval of the peak RSS, part of the measure
 		if r := hostileRSS(t, pid); r > peak {
 			peak = r
 		}
@@ -924,10 +927,13 @@ func TestHostileSlowloris(t *testing.T) {
 			listenClosedAfter = time.Since(floodStart)
 		}
 		if getClosedAfter > 0 && listenClosedAfter > 0 {
-			time.Sleep(time.Second) // the counters move with the closes
-			m := srv.scrape(t)
-			droppedGet = hostileSeries(m, `mcpfleet_frontend_dropped_streams_total{kind="get"}`)
-			droppedListen = hostileSeries(m, `mcpfleet_frontend_dropped_streams_total{kind="listen"}`)
+			// The counters move with the closes: wait for them.
+			testutil.WaitFor(testenv.HangGuard(5*time.Second), func() bool {
+				m := srv.scrape(t)
+				droppedGet = hostileSeries(m, `mcpfleet_frontend_dropped_streams_total{kind="get"}`)
+				droppedListen = hostileSeries(m, `mcpfleet_frontend_dropped_streams_total{kind="listen"}`)
+				return droppedGet >= nGet && droppedListen >= nListen
+			})
 			break
 		}
 		if time.Now().After(deadline) {
@@ -1039,7 +1045,7 @@ func TestHostileSlowloris(t *testing.T) {
 	}
 
 	// Unread JSON answers: held for hostileHoldLimit, then read.
-	time.Sleep(time.Until(unreadStart.Add(hostileHoldLimit)))
+	time.Sleep(time.Until(unreadStart.Add(hostileHoldLimit))) // the behaviour under test: answers left unread for hostileHoldLimit
 	held := 0
 	for i, conn := range unread {
 		_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
@@ -1114,6 +1120,8 @@ func TestHostileFloods(t *testing.T) {
 	srv := startHostileServer(t, "--max-listen-subscriptions", strconv.Itoa(listenCap))
 	good := startHostileGood(t, srv.url)
 	pid := srv.proc.Pid()
+	// A bounded wait, part of the measure: the baseline RSS once the good
+	// client's start-up settled (no event tells when).
 	time.Sleep(200 * time.Millisecond)
 	rss0 := hostileRSS(t, pid)
 	peak := rss0
@@ -1240,13 +1248,12 @@ func TestHostileFloods(t *testing.T) {
 		c.Close()
 	}
 	freed := time.Now()
-	for deadline := freed.Add(15 * time.Second); ; {
-		if n := hostileSeries(srv.scrape(t), `mcpfleet_frontend_open_streams{kind="listen"}`); n == 0 {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("%v listen streams still open %s after their clients closed them", n, 15*time.Second)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var stillOpen float64
+	if !testutil.WaitFor(testenv.HangGuard(15*time.Second), func() bool {
+		stillOpen = hostileSeries(srv.scrape(t), `mcpfleet_frontend_open_streams{kind="listen"}`)
+		return stillOpen == 0
+	}) {
+		t.Fatalf("%v listen streams still open %s after their clients closed them", stillOpen, testenv.HangGuard(15*time.Second))
 	}
 	c, r := hostileOpenListen(srv.host, 1)
 	if c != nil {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/testenv"
+	"github.com/mcpfleet/mcpfleet/internal/testutil"
 	"github.com/mcpfleet/mcpfleet/pkg/frontend"
 )
 
@@ -96,7 +97,6 @@ func TestListenHubNoGoroutinePerStream(t *testing.T) {
 	if ev := readEvent(t, c0, b0, 5*time.Second); !strings.Contains(ev, "notifications/subscriptions/acknowledged") {
 		t.Fatalf("first event %q", ev)
 	}
-	time.Sleep(100 * time.Millisecond)
 	before := runtime.NumGoroutine()
 	const n = 50
 	conns := make([]net.Conn, n)
@@ -111,8 +111,9 @@ func TestListenHubNoGoroutinePerStream(t *testing.T) {
 		}
 		conns[i], bodies[i] = c, b
 	}
-	time.Sleep(200 * time.Millisecond)
-	if after := runtime.NumGoroutine(); after-before > 10 {
+	// The requests' own goroutines end after the answers: wait for them.
+	after := runtime.NumGoroutine()
+	if !testutil.WaitFor(testenv.HangGuard(5*time.Second), func() bool { after = runtime.NumGoroutine(); return after-before <= 10 }) {
 		t.Fatalf("%d idle listen streams added %d goroutines (%d -> %d); want none per stream", n, after-before, before, after)
 	}
 	// Every stream still gets its events, tagged with its own id.
@@ -140,19 +141,16 @@ func TestListenHubClosedStreamFreesSlot(t *testing.T) {
 		t.Fatalf("second listen while the first is open: HTTP %d, want 503", st)
 	}
 	_ = c1.Close()
-	deadline := time.Now().Add(3 * time.Second)
-	for {
+	// At once: well before a keepalive (a hang guard, not a latency target).
+	testutil.PollFor(t, testenv.HangGuard(3*time.Second), "the closed stream's slot to be freed", func() bool {
 		c, b, st := rawListenStream(t, ip.URL, 3, filter)
 		if st == 200 {
 			readEvent(t, c, b, 5*time.Second)
-			return
+			return true
 		}
 		_ = c.Close()
-		if time.Now().After(deadline) {
-			t.Fatalf("the closed stream's slot was not freed within 3s (HTTP %d)", st)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false
+	})
 }
 
 // Keepalives reach taken-over streams, and on shutdown each gets its

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/testenv"
+	"github.com/mcpfleet/mcpfleet/internal/testutil"
 )
 
 // TestLegacyAcrossFrontends checks the legacy features that cross
@@ -174,16 +175,17 @@ var sleepCancelledRE = regexp.MustCompile(`msg="sleep cancelled" request=(\S+) s
 // request id and session.
 func waitLog(t *testing.T, tg *target, id, session string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	guard := testenv.HangGuard(10 * time.Second)
+	if !testutil.WaitFor(guard, func() bool {
 		for _, m := range sleepCancelledRE.FindAllStringSubmatch(tg.logs(), -1) {
 			if m[1] == id && (strings.HasPrefix(session, m[2]) || session == "" && m[2] == `""`) {
-				return
+				return true
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("the worker did not log within %s that sleep %s of session %.8s observed its cancellation", guard, id, session)
 	}
-	t.Fatalf("the worker did not log that sleep %s of session %.8s observed its cancellation", id, session)
 }
 
 func ruleCancel(t *testing.T, tg *target) {
@@ -202,7 +204,7 @@ func ruleCancel(t *testing.T, tg *target) {
 	if resp := responseOf(msgs); resp != nil {
 		t.Fatalf("a cancelled request got a response: %+v", resp)
 	}
-	if time.Since(start) > 4*time.Second {
+	if time.Since(start) > testenv.HangGuard(4*time.Second) { // promptly: a hang guard, not a latency target
 		t.Fatalf("the stream ended %s after the cancel", time.Since(start))
 	}
 	waitLog(t, tg, "77", c.SessionID)
@@ -523,13 +525,7 @@ func TestRoots(t *testing.T) {
 			}
 			c.Post(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": roots}, nil)
 			re := regexp.MustCompile(`msg="roots changed" session=` + regexp.QuoteMeta(c.SessionID[:8]) + ` roots=2`)
-			deadline := time.Now().Add(10 * time.Second)
-			for !re.MatchString(tg.logs()) {
-				if time.Now().After(deadline) {
-					t.Fatal("the server callback did not get the roots")
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			testutil.PollFor(t, testenv.HangGuard(10*time.Second), "the server callback to get the roots", func() bool { return re.MatchString(tg.logs()) })
 
 			// A client without roots cannot be asked.
 			c2 := tg.client(t)
@@ -562,15 +558,7 @@ func TestReusedIDAcrossWorkers(t *testing.T) {
 	}
 	// Once a request finished, its id is free again (released right after
 	// the response).
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		r := cl.Post(testenv.Request(100, "tools/call", callParams("echo", map[string]any{"text": "again"})), nil)
-		if r.ErrorCode() == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the id stayed claimed: %s", r)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testutil.PollFor(t, testenv.HangGuard(5*time.Second), "the id to be free again", func() bool {
+		return cl.Post(testenv.Request(100, "tools/call", callParams("echo", map[string]any{"text": "again"})), nil).ErrorCode() == 0
+	})
 }

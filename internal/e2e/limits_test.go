@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/testenv"
+	"github.com/mcpfleet/mcpfleet/internal/testutil"
 	"github.com/mcpfleet/mcpfleet/pkg/auth"
 	"github.com/mcpfleet/mcpfleet/pkg/frontend"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
@@ -82,18 +83,27 @@ func TestLimits(t *testing.T) {
 		s.NextMessage(t, 10*time.Second)
 		s.Close()
 	}
+	// A bounded wait, the behaviour under test being that the closes free
+	// nothing: the frontend sees them meanwhile.
 	time.Sleep(200 * time.Millisecond)
 	r = a.Post(testenv.Request(32, "tools/call", callParams("echo", map[string]any{"text": "third"})), nil)
 	if r.Status != http.StatusTooManyRequests {
 		t.Fatalf("a third request while two detached ones run (cap 2): %s", r)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if r := a.Post(testenv.Request(33, "tools/call", callParams("echo", map[string]any{"text": "later"})), nil); r.Status == 200 {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("the detached requests' slots were not freed: %s", r)
+	testutil.PollFor(t, testenv.HangGuard(10*time.Second), "a detached request's slot to be freed", func() bool {
+		return a.Post(testenv.Request(33, "tools/call", callParams("echo", map[string]any{"text": "later"})), nil).Status == 200
+	})
+	// Both slots free: a request held while another one is answered.
+	testutil.PollFor(t, testenv.HangGuard(10*time.Second), "both detached requests' slots to be freed", func() bool {
+		s := a.PostStream(testenv.Request(35, "tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 200}, "_meta": map[string]any{"progressToken": 35}}), nil)
+		if s.Status != 200 {
+			s.Close()
+			return false
 		}
-	}
+		ok := a.Post(testenv.Request(36, "tools/call", callParams("echo", map[string]any{"text": "later"})), nil).Status == 200
+		expectEnd(t, s)
+		return ok
+	})
 	// Resuming a stream (Last-Event-ID) holds a slot like the request it
 	// resumes: one request and its resumption fill the cap of 2.
 	s := a.PostStream(testenv.Request(34, "tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 1500}, "_meta": map[string]any{"progressToken": 34}}), nil)

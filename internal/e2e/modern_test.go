@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/testenv"
+	"github.com/mcpfleet/mcpfleet/internal/testutil"
 )
 
 func modern(t *testing.T, c *testenv.Client, id any, method string, params map[string]any, caps map[string]any, extra map[string]string) *testenv.Reply {
@@ -475,18 +476,16 @@ func TestListenLimits(t *testing.T) {
 			}
 			_ = dead.SetLinger(0)
 			dead.Close()
-			deadline := time.Now().Add(5 * time.Second)
 			var second *testenv.Stream
-			for second == nil {
+			testutil.PollFor(t, testenv.HangGuard(5*time.Second), "the dead peer's slot to be freed", func() bool {
 				msg, hdr := testenv.ModernRequest(4, "subscriptions/listen", map[string]any{"notifications": map[string]any{"toolsListChanged": true}}, nil)
 				if s := c.PostStream(msg, hdr); s.Status == 200 {
 					second = s
-				} else if time.Now().After(deadline) {
-					t.Fatalf("the dead peer's slot was not freed: HTTP %d", s.Status)
 				} else {
-					time.Sleep(100 * time.Millisecond)
+					s.Close()
 				}
-			}
+				return second != nil
+			})
 			if _, m := second.NextMessage(t, 5*time.Second); m.Method != "notifications/subscriptions/acknowledged" {
 				t.Fatalf("second stream: %s", m.Method)
 			}

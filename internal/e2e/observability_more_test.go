@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/testenv"
+	"github.com/mcpfleet/mcpfleet/internal/testutil"
 	"github.com/mcpfleet/mcpfleet/pkg/frontend"
 	"github.com/mcpfleet/mcpfleet/pkg/mcp"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
@@ -36,16 +37,14 @@ func probe(t *testing.T, url string) (int, string) {
 // contains), or fails after timeout.
 func waitStatus(t *testing.T, url string, want int, contains string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		code, body := probe(t, url)
-		if code == want && strings.Contains(body, contains) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: HTTP %d %q, want %d with %q within %s", url, code, strings.TrimSpace(body), want, contains, timeout)
-		}
-		time.Sleep(50 * time.Millisecond)
+	timeout = testenv.HangGuard(timeout)
+	var code int
+	var body string
+	if !testutil.WaitFor(timeout, func() bool {
+		code, body = probe(t, url)
+		return code == want && strings.Contains(body, contains)
+	}) {
+		t.Fatalf("%s: HTTP %d %q, want %d with %q within %s", url, code, strings.TrimSpace(body), want, contains, timeout)
 	}
 }
 
@@ -178,22 +177,18 @@ func (g *gaugeFrontend) gauges(t *testing.T) map[string]float64 {
 // waitGauges polls the gauges until they equal want, or fails.
 func (g *gaugeFrontend) waitGauges(t *testing.T, what string, want map[string]float64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got := g.gauges(t)
-		ok := true
+	var got map[string]float64
+	guard := testenv.HangGuard(10 * time.Second)
+	if !testutil.WaitFor(guard, func() bool {
+		got = g.gauges(t)
 		for k, v := range want {
 			if got[k] != v {
-				ok = false
+				return false
 			}
 		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: gauges %v, want %v", what, got, want)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return true
+	}) {
+		t.Fatalf("%s: gauges %v, want %v (within %s)", what, got, want, guard)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/testenv"
+	"github.com/mcpfleet/mcpfleet/internal/testutil"
 )
 
 func scrape(t *testing.T, base string) string {
@@ -59,10 +60,8 @@ func TestObservability(t *testing.T) {
 	cl.Post(testenv.Request(20, "tools/call", callParams("no-such-tool", nil)), nil)
 	g := cl.OpenGet(nil)
 	defer g.Close()
-	time.Sleep(100 * time.Millisecond)
 
-	text := scrape(t, fe)
-	for name, min := range map[string]float64{
+	mins := map[string]float64{
 		`mcpfleet_frontend_requests_total{method="tools/call",outcome="ok"}`:    3,
 		`mcpfleet_frontend_requests_total{method="tools/call",outcome="error"}`: 1,
 		`mcpfleet_frontend_requests_total{method="initialize",outcome="ok"}`:    1,
@@ -70,7 +69,20 @@ func TestObservability(t *testing.T) {
 		`mcpfleet_frontend_open_streams{kind="get"}`:                            1,
 		`mcpfleet_frontend_sessions_total{event="created"}`:                     1,
 		`mcpfleet_frontend_bus_roundtrip_seconds_count`:                         3,
-	} {
+	}
+	// The GET stream registers, and the last request is counted, after
+	// the answers: wait until the figures are there.
+	var text string
+	testutil.WaitFor(testenv.HangGuard(5*time.Second), func() bool {
+		text = scrape(t, fe)
+		for name, min := range mins {
+			if metric(t, text, name) < min {
+				return false
+			}
+		}
+		return true
+	})
+	for name, min := range mins {
 		if v := metric(t, text, name); v < min {
 			t.Errorf("%s = %v, want at least %v", name, v, min)
 		}
@@ -92,13 +104,9 @@ func TestObservability(t *testing.T) {
 	}
 	// Without NATS both are not ready, and alive.
 	c.NATS.Kill()
-	deadline := time.Now().Add(5 * time.Second)
-	for status(t, fe+"/readyz") != 503 || status(t, addr[1]+"/readyz") != 503 {
-		if time.Now().After(deadline) {
-			t.Fatal("readyz stayed 200 without NATS")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testutil.PollFor(t, testenv.HangGuard(5*time.Second), "readyz to answer 503 without NATS", func() bool {
+		return status(t, fe+"/readyz") == 503 && status(t, addr[1]+"/readyz") == 503
+	})
 	if status(t, fe+"/healthz") != 200 {
 		t.Fatal("healthz of a frontend without NATS")
 	}

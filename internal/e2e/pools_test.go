@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/testenv"
+	"github.com/mcpfleet/mcpfleet/internal/testutil"
 )
 
 // TestWorkerPools runs workers that serve different subsets: the lists are
@@ -71,13 +72,7 @@ func TestWorkerPools(t *testing.T) {
 
 	// A worker killed without leaving is forgotten after three heartbeats.
 	c.Workers[0].Kill()
-	deadline := time.Now().Add(10 * time.Second)
-	for slices.Contains(listTools(t, cl), "echo") {
-		if time.Now().After(deadline) {
-			t.Fatal("a killed worker's tools stayed listed")
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	testutil.PollFor(t, testenv.HangGuard(10*time.Second), "a killed worker's tools to leave the list", func() bool { return !slices.Contains(listTools(t, cl), "echo") })
 }
 
 func listTools(t *testing.T, c *testenv.Client) []string {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/testenv"
+	"github.com/mcpfleet/mcpfleet/internal/testutil"
 )
 
 // caller calls echo through url in a loop, each call on a fresh 2026-07-28
@@ -88,10 +89,8 @@ func TestRollingUpdateThroughProxy(t *testing.T) {
 	waitCalls := func(n int64) {
 		t.Helper()
 		target := cl.ok.Load() + n
-		for deadline := time.Now().Add(30 * time.Second); cl.ok.Load() < target; time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the callers made no progress (%d ok, %d failed)", cl.ok.Load(), cl.failed.Load())
-			}
+		if !testutil.WaitFor(testenv.HangGuard(30*time.Second), func() bool { return cl.ok.Load() >= target }) {
+			t.Fatalf("the callers made no progress (%d ok, %d failed)", cl.ok.Load(), cl.failed.Load())
 		}
 	}
 	waitCalls(50)
@@ -131,6 +130,7 @@ func TestSecondSignalEndsTheDrain(t *testing.T) {
 	if fe.Exited() {
 		t.Fatal("the frontend exited at the first signal, with a request in flight")
 	}
+	fe.ExpectExit(1) // the drain cut short
 	_ = fe.Signal(syscall.SIGTERM)
 	waitExit(t, fe, "the frontend after a second signal")
 }
@@ -139,7 +139,7 @@ func TestSecondSignalEndsTheDrain(t *testing.T) {
 // prints and what serverInfo says.
 func TestVersionStamped(t *testing.T) {
 	dir := t.TempDir()
-	cmd := exec.Command("go", "build", "-ldflags", "-X github.com/mcpfleet/mcpfleet.Version=9.9.9-stamped", "-o", dir+"/", "./cmd/mcpfleet")
+	cmd := exec.Command("go", append(append([]string{"build"}, testenv.BuildFlags()...), "-ldflags", "-X github.com/mcpfleet/mcpfleet.Version=9.9.9-stamped", "-o", dir+"/", "./cmd/mcpfleet")...)
 	cmd.Dir = testenv.ModuleRoot(t)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/testenv"
+	"github.com/mcpfleet/mcpfleet/internal/testutil"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 )
 
@@ -191,7 +192,10 @@ func TestStdioLegacy(t *testing.T) {
 	waitFor(t, stdioWait, "sleep 13 cancelled", func() bool { return strings.Contains(s.Stderr(), `msg="sleep cancelled" request=13`) })
 	s.Request(14, "ping", nil)
 	_, before = s.Response("14", stdioWait)
-	for _, l := range append(before, s.Quiet(300*time.Millisecond)...) {
+	// A marker after it: a response to 13 would come before the marker's.
+	s.Request("marker-14", "ping", nil)
+	_, marked := s.Response(`"marker-14"`, stdioWait)
+	for _, l := range append(before, marked...) {
 		if l.Msg.Kind() == protocol.KindResponse && string(l.Msg.ID.AppendJSON(nil)) == "13" {
 			t.Fatalf("the cancelled request got a response: %s", l.Raw)
 		}
@@ -262,13 +266,7 @@ func countResponses(n int) func(testenv.StdioLine) bool {
 
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.PollFor(t, testenv.HangGuard(timeout), what, cond)
 }
 
 // A line over the size cap is refused; the process goes on.
@@ -383,7 +381,10 @@ func TestStdioModern(t *testing.T) {
 	s.Request(13, "ping", nil)
 	s.Response("13", stdioWait)
 	got = tagged(call(14, "test_trigger_tool_change", map[string]any{}))
-	got = append(got, tagged(s.Quiet(200*time.Millisecond))...)
+	// A marker after it: anything tagged L1 would come before its response.
+	s.Request("marker-14", "ping", nil)
+	_, marked := s.Response(`"marker-14"`, stdioWait)
+	got = append(got, tagged(marked)...)
 	if len(got) != 0 {
 		t.Fatalf("after cancelling L1: %q", got)
 	}

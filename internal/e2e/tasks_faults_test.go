@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/testenv"
+	"github.com/mcpfleet/mcpfleet/internal/testutil"
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
 	"github.com/mcpfleet/mcpfleet/pkg/frontend"
 	"github.com/mcpfleet/mcpfleet/pkg/mcp"
@@ -69,32 +70,25 @@ func TestTaskConcurrentInputs(t *testing.T) {
 	for run := 0; run < runs; run++ {
 		task := startTask(t, c, 1, "pair", map[string]any{})
 		// both goroutines have asked
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			v := getTask(t, c, 2, task.TaskID)
-			if v.Status == "input_required" && len(v.InputRequests) == 2 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("never asked both: %+v", v)
-			}
-			time.Sleep(10 * time.Millisecond)
+		var asked taskView
+		if !testutil.WaitFor(testenv.HangGuard(5*time.Second), func() bool {
+			asked = getTask(t, c, 2, task.TaskID)
+			return asked.Status == "input_required" && len(asked.InputRequests) == 2
+		}) {
+			t.Fatalf("never asked both: %+v", asked)
 		}
 		first, second := "a", "b"
 		if run%2 == 1 {
 			first, second = "b", "a"
 		}
 		answer(t, c, 3, task.TaskID, first)
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // the behaviour under test: the two answers arrive apart
 		answer(t, c, 4, task.TaskID, second)
-		end := time.Now().Add(2 * time.Second)
 		var v taskView
-		for time.Now().Before(end) {
-			if v = getTask(t, c, 5, task.TaskID); v.Status == "completed" {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		testutil.WaitFor(testenv.HangGuard(2*time.Second), func() bool {
+			v = getTask(t, c, 5, task.TaskID)
+			return v.Status == "completed"
+		})
 		if v.Status != "completed" {
 			hung++
 			t.Logf("run %d: every input answered, task still %q after 2s (handler stuck until the 1h task deadline)", run, v.Status)
@@ -208,8 +202,11 @@ func TestTaskInputSurvivesStoreError(t *testing.T) {
 	rep = modern(t, c, 3, "tasks/update", map[string]any{"taskId": task.TaskID,
 		"inputResponses": map[string]any{"a": map[string]any{"action": "accept", "content": map[string]any{"x": "1"}}}}, tasksCaps, nil)
 	t.Logf("retry: %s", rep)
-	time.Sleep(2 * time.Second)
-	v := getTask(t, c, 4, task.TaskID)
+	var v taskView
+	testutil.WaitFor(testenv.HangGuard(2*time.Second), func() bool {
+		v = getTask(t, c, 4, task.TaskID)
+		return v.Status == "completed"
+	})
 	if v.Status != "completed" {
 		t.Errorf("task is %q 2s after its only input was accepted (handler blocked until the 1h deadline)", v.Status)
 	}
@@ -292,10 +289,10 @@ func TestTaskWorkerBehindNATSBlip(t *testing.T) {
 	// 500 ms blip between the worker and NATS.
 	p.down.Store(true)
 	p.cut()
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // the behaviour under test: 100 ms into the blip
 	v := getTask(t, c, 2, task.TaskID) // a poll during the blip
 	t.Logf("poll during the blip: %s %s", v.Status, v.StatusMessage)
-	time.Sleep(400 * time.Millisecond)
+	time.Sleep(400 * time.Millisecond) // the behaviour under test: the rest of the 500 ms blip
 	p.down.Store(false)
 	v = pollTask(t, c, task.TaskID, 5*time.Second, "completed", "failed", "cancelled")
 	if v.Status != "completed" {

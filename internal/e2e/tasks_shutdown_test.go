@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/testenv"
+	"github.com/mcpfleet/mcpfleet/internal/testutil"
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
 	"github.com/mcpfleet/mcpfleet/pkg/frontend"
 	"github.com/mcpfleet/mcpfleet/pkg/mcp"
@@ -16,10 +18,16 @@ import (
 	"github.com/mcpfleet/mcpfleet/pkg/worker"
 )
 
-type slowStore struct{ sessionstore.Store }
+// slowStore is a store with slow record writes; it counts the writes
+// begun.
+type slowStore struct {
+	sessionstore.Store
+	begun *atomic.Int32
+}
 
 func (s slowStore) SetRecord(ctx context.Context, key string, ver int64, data []byte) error {
-	time.Sleep(150 * time.Millisecond) // a slow Redis round trip
+	s.begun.Add(1)
+	time.Sleep(150 * time.Millisecond) // the behaviour under test: a slow Redis round trip
 	return s.Store.SetRecord(ctx, key, ver, data)
 }
 
@@ -32,9 +40,11 @@ func TestTaskFrontendShutdownKeepsWrites(t *testing.T) {
 	t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
 	mem, _ := sessionstore.NewMemory(nil)
 	t.Cleanup(func() { _ = mem.Close(context.Background()) })
+	var finished, slowWrites atomic.Int32
 	srv := taskServer(t, func(s *mcp.Server) {
 		_ = s.AddTool(&protocol.Tool{Name: "quick"}, func(ctx context.Context, req *mcp.Request, _ json.RawMessage) (*protocol.CallToolResult, error) {
-			time.Sleep(500 * time.Millisecond)
+			time.Sleep(500 * time.Millisecond) // the behaviour under test: the tasks finish after the shutdown began
+			finished.Add(1)
 			return mcp.TextResult("ok"), nil
 		}, mcp.WithTasks(mcp.TaskOptional))
 	})
@@ -48,7 +58,7 @@ func TestTaskFrontendShutdownKeepsWrites(t *testing.T) {
 	})
 	var urls []string
 	var fes []*frontend.Frontend
-	for i, st := range []sessionstore.Store{slowStore{mem}, mem} {
+	for i, st := range []sessionstore.Store{slowStore{mem, &slowWrites}, mem} {
 		nc, _ := e.Connect("fe")
 		fe, err := frontend.New(nc, frontend.Options{Store: st, Logger: quiet})
 		if err != nil {
@@ -71,11 +81,23 @@ func TestTaskFrontendShutdownKeepsWrites(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		ids = append(ids, startTask(t, c, i, "quick", map[string]any{}).TaskID)
 	}
-	time.Sleep(700 * time.Millisecond) // the finish writes are queued now
+	// The finish writes are queued now: every handler returned, and
+	// frontend 0 (a task writer, like frontend 1) has begun one.
+	testutil.Poll(t, "the 20 handlers to return and frontend 0 to begin a finish write", func() bool {
+		return finished.Load() == 20 && slowWrites.Load() > 0
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	_ = fes[0].Shutdown(ctx) // frontend 0 drains (no HTTP traffic of its own)
 	cancel()
-	time.Sleep(6 * time.Second)
+	// The writes frontend 0 left queued are frontend 1's now.
+	testutil.WaitFor(testenv.HangGuard(10*time.Second), func() bool {
+		for _, id := range ids {
+			if getTask(t, c, 98, id).Status != "completed" {
+				return false
+			}
+		}
+		return true
+	})
 	lost := 0
 	for _, id := range ids {
 		v := getTask(t, c, 99, id)

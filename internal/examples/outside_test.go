@@ -75,7 +75,7 @@ func buildOutside(t *testing.T) string {
 		{"mod", "init", "example.com/outside"},
 		{"mod", "edit", "-replace", "github.com/mcpfleet/mcpfleet=" + root},
 		{"mod", "tidy"},
-		{"build", "-o", bin, "."},
+		append(append([]string{"build"}, testenv.BuildFlags()...), "-o", bin, "."),
 	} {
 		cmd := exec.Command("go", args...)
 		cmd.Dir = dir

@@ -183,7 +183,7 @@ func TestRunClassifiesBadReplies(t *testing.T) {
 			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(id)+`,"error":{"code":-32020,"message":"header mismatch"}}`)
 		}, 0, "http_400:rpc_-32020"},
 		"timeout": {func(w http.ResponseWriter, id json.RawMessage) {
-			time.Sleep(300 * time.Millisecond)
+			time.Sleep(300 * time.Millisecond) // the behaviour under test: a server slower than the client's timeout
 		}, 50 * time.Millisecond, loadgen.KindTimeout},
 	}
 	for name, tc := range cases {

@@ -56,34 +56,44 @@ func trimNL(b []byte) []byte {
 	return b
 }
 
-var (
-	buildOnce sync.Once
-	buildDir  string
-	buildErr  error
-)
+// binaryBuild is one flavour's build of the binaries.
+type binaryBuild struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// builds holds the builds of this test process by flavour (see Flavour):
+// a test process has one flavour, and the Go build cache shares the
+// compiled packages of a flavour between test processes.
+var builds sync.Map // flavour -> *binaryBuild
 
 // Binaries builds cmd/mcpfleet, cmd/frontend and cmd/worker once per test
-// process and returns the directory holding them.
+// process, in the flavour of the test binary (race-enabled when it is, see
+// BuildFlags), and returns the directory holding them.
 func Binaries(tb testing.TB) string {
 	tb.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "mcpfleet-testbin-")
+	v, _ := builds.LoadOrStore(Flavour(), &binaryBuild{})
+	b := v.(*binaryBuild)
+	b.once.Do(func() {
+		dir, err := os.MkdirTemp("", "mcpfleet-testbin-"+Flavour()+"-")
 		if err != nil {
-			buildErr = err
+			b.err = err
 			return
 		}
-		cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "./cmd/mcpfleet", "./cmd/frontend", "./cmd/worker")
+		args := append(append([]string{"build"}, BuildFlags()...), "-o", dir+string(os.PathSeparator), "./cmd/mcpfleet", "./cmd/frontend", "./cmd/worker")
+		cmd := exec.Command("go", args...)
 		cmd.Dir = ModuleRoot(tb)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = &buildError{out: string(out), err: err}
+			b.err = &buildError{out: string(out), err: err}
 			return
 		}
-		buildDir = dir
+		b.dir = dir
 	})
-	if buildErr != nil {
-		tb.Fatalf("testenv: building the binaries: %v", buildErr)
+	if b.err != nil {
+		tb.Fatalf("testenv: building the binaries (%s): %v", Flavour(), b.err)
 	}
-	return buildDir
+	return b.dir
 }
 
 type buildError struct {
@@ -99,7 +109,8 @@ var (
 )
 
 // BuildExample builds examples/<name>, its own Go module (with a replace
-// to this checkout), once per test process and returns the binary.
+// to this checkout), once per test process in the flavour of the test
+// binary (see BuildFlags), and returns the binary.
 func BuildExample(tb testing.TB, name string) string {
 	tb.Helper()
 	examplesMu.Lock()
@@ -112,7 +123,7 @@ func BuildExample(tb testing.TB, name string) string {
 		tb.Fatal(err)
 	}
 	bin := filepath.Join(dir, name)
-	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd := exec.Command("go", append(append([]string{"build"}, BuildFlags()...), "-o", bin, ".")...)
 	cmd.Dir = filepath.Join(ModuleRoot(tb), "examples", name)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		tb.Fatalf("testenv: building examples/%s: %v\n%s", name, err, out)

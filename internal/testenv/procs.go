@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"bufio"
-	"context"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -17,10 +16,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/testutil"
 	"github.com/mcpfleet/mcpfleet/pkg/mcp"
 )
 
-// Proc is a child process started by a test. It is killed at cleanup.
+// Proc is a child process started by a test. At cleanup a process still
+// running is stopped with SIGTERM, and the test fails (with the tail of
+// the process's output) unless the process ended as expected: exit status
+// 0, or the one declared with ExpectExit, or any status after a kill the
+// test made (Kill, Signal with SIGKILL) or declared (ExpectCrash); and in
+// every case no panic, fatal runtime error or data race in its output.
 type Proc struct {
 	Name    string
 	cmd     *exec.Cmd
@@ -28,6 +33,19 @@ type Proc struct {
 	mu      sync.Mutex
 	log     strings.Builder
 	done    chan struct{}
+	// fate is what the test declared or did about how the process ends;
+	// guarded by mu.
+	fate procFate
+}
+
+// procFate is how a process is expected to end.
+type procFate struct {
+	killed    bool          // SIGKILLed by the test: any status
+	termed    bool          // the test sent SIGTERM or SIGINT itself
+	undrained time.Duration // still running this long after the test's SIGTERM
+	crash     bool          // ExpectCrash: any status
+	forced    time.Duration // Stop had to kill it after this long
+	exitCode  int           // the expected exit status otherwise
 }
 
 // Log returns what the process wrote so far (stdout and stderr).
@@ -40,19 +58,49 @@ func (p *Proc) Log() string {
 // Pid returns the process id.
 func (p *Proc) Pid() int { return p.cmd.Process.Pid }
 
-// Kill sends SIGKILL and waits for the process to exit.
+// Kill sends SIGKILL and waits for the process to exit. The kill is
+// declared: the process's exit status is not checked at cleanup.
 func (p *Proc) Kill() {
+	p.markKilled()
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
 	<-p.done
 }
 
-// Stop sends SIGTERM and waits up to timeout, then kills.
+func (p *Proc) markKilled() {
+	p.mu.Lock()
+	p.fate.killed = true
+	p.mu.Unlock()
+}
+
+// ExpectCrash declares that the process may end in any way (a crash the
+// test provokes, a kill by someone else): its exit status is not checked
+// at cleanup; its output still must not show a panic or a data race.
+func (p *Proc) ExpectCrash() {
+	p.mu.Lock()
+	p.fate.crash = true
+	p.mu.Unlock()
+}
+
+// ExpectExit declares the exit status the process is to end with (0
+// unless declared).
+func (p *Proc) ExpectExit(code int) {
+	p.mu.Lock()
+	p.fate.exitCode = code
+	p.mu.Unlock()
+}
+
+// Stop sends SIGTERM and waits up to timeout (stretched by HangGuard),
+// then kills. A process that needed the kill fails the check at cleanup.
 func (p *Proc) Stop(timeout time.Duration) {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
-	case <-time.After(timeout):
-		p.Kill()
+	case <-time.After(HangGuard(timeout)):
+		p.mu.Lock()
+		p.fate.forced = HangGuard(timeout)
+		p.mu.Unlock()
+		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+		<-p.done
 	}
 }
 
@@ -90,6 +138,9 @@ func StartEnv(tb testing.TB, name, bin string, env []string, args ...string) *Pr
 	tb.Helper()
 	p := &Proc{Name: name, cmd: exec.Command(bin, args...), done: make(chan struct{})}
 	p.cmd.Env = env
+	// A child of the process that keeps the output pipe open must not
+	// hold the test up once the process itself has ended.
+	p.cmd.WaitDelay = 5 * time.Second
 	pr, pw := io.Pipe()
 	p.cmd.Stdout, p.cmd.Stderr = pw, pw
 	if err := p.cmd.Start(); err != nil {
@@ -111,9 +162,8 @@ func StartEnv(tb testing.TB, name, bin string, env []string, args ...string) *Pr
 		close(p.done)
 	}()
 	tb.Cleanup(func() {
-		if !p.Exited() {
-			p.Stop(5 * time.Second)
-		}
+		p.stopAtCleanup()
+		p.checkEnd(tb)
 		if tb.Failed() {
 			tb.Logf("--- output of %s:\n%s", name, tail(p.Log(), 60))
 		}
@@ -130,21 +180,20 @@ func tail(s string, lines int) string {
 }
 
 // WaitLog waits until the process output matches re and returns the first
-// submatch (or the whole match).
+// submatch (or the whole match). timeout is a hang guard (stretched by
+// HangGuard); an exit of the process ends the wait at once.
 func (p *Proc) WaitLog(tb testing.TB, re *regexp.Regexp, timeout time.Duration) string {
 	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if m := re.FindStringSubmatch(p.Log()); m != nil {
-			if len(m) > 1 {
-				return m[1]
-			}
-			return m[0]
+	timeout = HangGuard(timeout)
+	var m []string
+	if testutil.WaitFor(timeout, func() bool {
+		m = re.FindStringSubmatch(p.Log())
+		return m != nil || p.Exited()
+	}) && m != nil {
+		if len(m) > 1 {
+			return m[1]
 		}
-		if p.Exited() {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
+		return m[0]
 	}
 	tb.Fatalf("testenv: %s did not log %v within %s; output:\n%s", p.Name, re, timeout, tail(p.Log(), 40))
 	return ""
@@ -161,20 +210,20 @@ func FreePort(tb testing.TB) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// WaitTCP waits until addr accepts connections.
+// WaitTCP waits until addr accepts connections; timeout is a hang guard
+// (stretched by HangGuard).
 func WaitTCP(tb testing.TB, addr string, timeout time.Duration) {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	for ctx.Err() == nil {
+	timeout = HangGuard(timeout)
+	if !testutil.WaitFor(timeout, func() bool {
 		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 		if err == nil {
 			c.Close()
-			return
 		}
-		time.Sleep(20 * time.Millisecond)
+		return err == nil
+	}) {
+		tb.Fatalf("testenv: %s did not accept connections within %s", addr, timeout)
 	}
-	tb.Fatalf("testenv: %s did not accept connections within %s", addr, timeout)
 }
 
 // StartNATSServer runs a real nats-server binary on a free port and returns
@@ -278,5 +327,17 @@ func StartWorkerCommand(tb testing.TB, command []string, natsURL string, args ..
 	return p
 }
 
-// Signal sends sig to the process.
-func (p *Proc) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
+// Signal sends sig to the process. SIGKILL is a declared kill, as with
+// Kill; after SIGTERM or SIGINT the process is to exit with status 0 (or
+// the one declared with ExpectExit).
+func (p *Proc) Signal(sig os.Signal) error {
+	switch sig {
+	case syscall.SIGKILL:
+		p.markKilled()
+	case syscall.SIGTERM, syscall.SIGINT:
+		p.mu.Lock()
+		p.fate.termed = true
+		p.mu.Unlock()
+	}
+	return p.cmd.Process.Signal(sig)
+}

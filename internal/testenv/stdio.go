@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,6 +29,9 @@ type Stdio struct {
 	err    error // the process's exit status, once exited is closed
 	// backlog holds messages read while waiting for another one.
 	backlog []StdioLine
+	// statusTaken is set once WaitExit returned the exit status to the
+	// test, which then owns its check.
+	statusTaken bool
 }
 
 // StdioLine is one line the server wrote on stdout, decoded.
@@ -53,8 +57,11 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// StartStdio runs the mcpfleet binary's stdio subcommand with args. The
-// process is killed when the test ends, if it still runs.
+// StartStdio runs the mcpfleet binary's stdio subcommand with args. When
+// the test ends a process still running gets EOF on stdin (then SIGTERM,
+// then SIGKILL), and the test fails unless it exited with status 0 (when
+// the test did not take the status with WaitExit) and its stderr shows no
+// panic, fatal runtime error or data race.
 func StartStdio(tb testing.TB, args ...string) *Stdio {
 	tb.Helper()
 	bin := filepath.Join(Binaries(tb), "mcpfleet")
@@ -94,12 +101,7 @@ func StartStdio(tb testing.TB, args ...string) *Stdio {
 		close(s.exited)
 	}()
 	tb.Cleanup(func() {
-		select {
-		case <-s.exited:
-		default:
-			_ = cmd.Process.Kill()
-			<-s.exited
-		}
+		s.stop()
 		if tb.Failed() {
 			tb.Logf("--- stderr of mcpfleet stdio:\n%s", tail(s.stderr.String(), 40))
 		}
@@ -151,9 +153,10 @@ func (s *Stdio) Notify(method string, params any) {
 func (s *Stdio) CloseStdin() { _ = s.stdin.Close() }
 
 // Next returns the next message the server wrote, failing the test after
-// timeout.
+// timeout (a hang guard, stretched by HangGuard).
 func (s *Stdio) Next(timeout time.Duration) StdioLine {
 	s.tb.Helper()
+	timeout = HangGuard(timeout)
 	if len(s.backlog) > 0 {
 		l := s.backlog[0]
 		s.backlog = s.backlog[1:]
@@ -172,9 +175,11 @@ func (s *Stdio) Next(timeout time.Duration) StdioLine {
 }
 
 // Until returns the messages up to and including the first for which match
-// is true; the messages after it stay queued.
+// is true; the messages after it stay queued. timeout is a hang guard
+// (stretched by HangGuard).
 func (s *Stdio) Until(timeout time.Duration, what string, match func(StdioLine) bool) []StdioLine {
 	s.tb.Helper()
+	timeout = HangGuard(timeout)
 	deadline := time.Now().Add(timeout)
 	var seen []StdioLine
 	for {
@@ -220,7 +225,8 @@ func (s *Stdio) Response(id string, timeout time.Duration) (StdioLine, []StdioLi
 // past what it wanted).
 func (s *Stdio) Push(ls ...StdioLine) { s.backlog = append(ls, s.backlog...) }
 
-// Quiet collects what the server writes during d.
+// Quiet collects what the server writes during d: a bounded wait for a
+// test whose point is what does not arrive (d is not stretched).
 func (s *Stdio) Quiet(d time.Duration) []StdioLine {
 	var out []StdioLine
 	out = append(out, s.backlog...)
@@ -239,11 +245,15 @@ func (s *Stdio) Quiet(d time.Duration) []StdioLine {
 	}
 }
 
-// WaitExit waits for the process to exit and returns its exit error.
+// WaitExit waits for the process to exit and returns its exit error; the
+// test then owns the check of the status. timeout is a hang guard
+// (stretched by HangGuard).
 func (s *Stdio) WaitExit(timeout time.Duration) error {
 	s.tb.Helper()
+	timeout = HangGuard(timeout)
 	select {
 	case <-s.exited:
+		s.statusTaken = true
 		return s.err
 	case <-time.After(timeout):
 		s.tb.Fatalf("mcpfleet stdio did not exit within %v", timeout)
@@ -260,6 +270,45 @@ func (s *Stdio) exitErr() any {
 		return s.err
 	default:
 		return "still running"
+	}
+}
+
+// stop ends the process at cleanup (EOF, then SIGTERM, then SIGKILL, each
+// with a hang guard) and fails the test when it did not end well.
+func (s *Stdio) stop() {
+	s.tb.Helper()
+	guard := HangGuard(10 * time.Second)
+	ended := func() bool {
+		select {
+		case <-s.exited:
+			return true
+		case <-time.After(guard):
+			return false
+		}
+	}
+	forced := ""
+	select {
+	case <-s.exited:
+	default:
+		s.CloseStdin()
+		if !ended() {
+			forced = "EOF on stdin"
+			_ = s.cmd.Process.Signal(syscall.SIGTERM)
+			if !ended() {
+				forced = "EOF on stdin and SIGTERM"
+				_ = s.cmd.Process.Kill()
+				<-s.exited
+			}
+		}
+	}
+	stderr := s.stderr.String()
+	switch line := crashIn(stderr); {
+	case line != "":
+		s.tb.Errorf("testenv: mcpfleet stdio reported %q; its stderr ends:\n%s", line, tail(stderr, 80))
+	case forced != "":
+		s.tb.Errorf("testenv: mcpfleet stdio did not exit within %s of %s", guard, forced)
+	case !s.statusTaken && s.err != nil:
+		s.tb.Errorf("testenv: mcpfleet stdio ended with %v, want exit status 0", s.err)
 	}
 }
 

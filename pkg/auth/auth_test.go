@@ -163,7 +163,7 @@ func TestJWKSRotation(t *testing.T) {
 		t.Fatalf("a key not published yet: %v", err)
 	}
 	current.Store(&jose.JSONWebKeySet{Keys: []jose.JSONWebKey{k2.public()}})
-	time.Sleep(60 * time.Millisecond)
+	time.Sleep(60 * time.Millisecond) // the behaviour under test: the key set's refresh interval passes
 	if _, err := v.Verify(t.Context(), k2.token(t, claims(nil))); err != nil {
 		t.Fatalf("after the rotation: %v", err)
 	}

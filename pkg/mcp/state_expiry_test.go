@@ -162,7 +162,7 @@ func TestRequestStateExpiry(t *testing.T) {
 	long := newMRTRFixture(t, nil)
 	shortState := short.firstRound(t, protocol.MethodToolsCall, params, "")
 	longState := long.firstRound(t, protocol.MethodToolsCall, params, "")
-	time.Sleep(wait)
+	time.Sleep(wait) // the behaviour under test: the short state TTL passes
 
 	short.wantRefused(t, protocol.MethodToolsCall, params, shortState, "", "expired")
 	long.wantAccepted(t, protocol.MethodToolsCall, params, longState, "", "tools/call ask")
@@ -173,7 +173,7 @@ func TestRequestStateExpiry(t *testing.T) {
 	short = newMRTRFixture(t, &mcp.ServerOptions{StateTTL: ttl, StateKey: key})
 	long = newMRTRFixture(t, &mcp.ServerOptions{StateKey: key})
 	shortState = short.firstRound(t, protocol.MethodToolsCall, params, "")
-	time.Sleep(wait)
+	time.Sleep(wait) // the behaviour under test: the short state TTL passes
 	long.wantRefused(t, protocol.MethodToolsCall, params, shortState, "", "expired")
 }
 

@@ -67,7 +67,7 @@ func (r *Recorder) WaitProgress(n int, max time.Duration) []*mcp.ProgressNotific
 		if p := r.Progress(); len(p) >= n || time.Now().After(deadline) {
 			return p
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // the polling interval of a wait with a deadline for the event, not a synchronisation
 	}
 }
 
