@@ -138,7 +138,7 @@ func (f *Frontend) loadSessionFor(w http.ResponseWriter, r *http.Request, id pro
 		return nil, false
 	case err != nil:
 		f.log.Error("frontend: loading a session", "err", err)
-		httpx.WriteError(w, http.StatusServiceUnavailable, id, protocol.NewError(protocol.CodeInternalError, "session store unavailable; retry"))
+		httpx.WriteError(w, http.StatusServiceUnavailable, id, protocol.ErrSessionStoreUnavailable())
 		return nil, false
 	}
 	if s.Principal != principalOf(r) {
@@ -288,7 +288,7 @@ func (f *Frontend) legacyRequest(w http.ResponseWriter, r *http.Request, sess *s
 				httpx.WriteError(w, http.StatusNotFound, msg.ID, protocol.ErrSessionNotFound())
 				return
 			}
-			httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "session store unavailable; retry"))
+			httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, protocol.ErrSessionStoreUnavailable())
 			return
 		}
 		httpx.WriteJSON(w, http.StatusOK, protocol.AppendResponse(nil, msg.ID, []byte("{}")), nil)
@@ -426,7 +426,7 @@ func (f *Frontend) clientAnswer(w http.ResponseWriter, r *http.Request, sess *se
 		err = f.nc.Publish(f.subj.WorkerInbox(worker), data)
 	}
 	if err != nil {
-		httpx.HTTPError(w, http.StatusServiceUnavailable, protocol.CodeInternalError, "message bus unavailable; retry")
+		httpx.WriteError(w, http.StatusServiceUnavailable, protocol.ID{}, protocol.ErrBusUnavailable())
 		return
 	}
 	w.WriteHeader(http.StatusAccepted)

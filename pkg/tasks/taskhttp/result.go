@@ -21,7 +21,7 @@ func (h *Handler) result(w http.ResponseWriter, r *http.Request, msg *protocol.M
 	changes := make(chan *nats.Msg, 16)
 	sub, err := h.nc.ChanSubscribe(h.subj.TaskEvent(taskID), changes)
 	if err != nil {
-		httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "message bus unavailable; retry"))
+		httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, protocol.ErrBusUnavailable())
 		return
 	}
 	defer func() { _ = sub.Unsubscribe() }()
@@ -42,7 +42,7 @@ func (h *Handler) result(w http.ResponseWriter, r *http.Request, msg *protocol.M
 			if sse == nil {
 				h.storeErr(w, msg, taskID, err)
 			} else {
-				_ = sse.Event(protocol.AppendErrorResponse(nil, msg.ID, protocol.NewError(protocol.CodeInternalError, "task store unavailable; retry")))
+				_ = sse.Event(protocol.AppendErrorResponse(nil, msg.ID, errStoreUnavailable()))
 			}
 			return
 		}
