@@ -52,7 +52,7 @@ func HTTPError(w http.ResponseWriter, status int, code int64, msg string) {
 func WriteResult(w http.ResponseWriter, id protocol.ID, res any) {
 	raw, err := json.Marshal(res)
 	if err != nil {
-		WriteError(w, http.StatusOK, id, protocol.NewError(protocol.CodeInternalError, "internal error"))
+		WriteError(w, http.StatusOK, id, protocol.ErrInternalFailure())
 		return
 	}
 	WriteJSON(w, http.StatusOK, protocol.AppendResponse(nil, id, raw), nil)

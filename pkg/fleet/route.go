@@ -35,7 +35,7 @@ func (v *View) RouteFor(era protocol.Era, method string, head *protocol.ParamsHe
 			name = *head.Name
 		}
 		if !s.cat.HasTool(name) {
-			return Route{Local: protocol.NewError(protocol.CodeInvalidParams, "invalid params: unknown tool %q", name)}
+			return Route{Local: protocol.ErrUnknownTool(name)}
 		}
 		return Route{Subject: subj.Request(method, name)}
 	case protocol.MethodPromptsGet:
@@ -44,7 +44,7 @@ func (v *View) RouteFor(era protocol.Era, method string, head *protocol.ParamsHe
 			name = *head.Name
 		}
 		if !s.cat.HasPrompt(name) {
-			return Route{Local: protocol.NewError(protocol.CodeInvalidParams, "invalid params: unknown prompt %q", name)}
+			return Route{Local: protocol.ErrUnknownPrompt(name)}
 		}
 		return Route{Subject: subj.Request(method, name)}
 	case protocol.MethodResourcesRead:
@@ -55,11 +55,7 @@ func (v *View) RouteFor(era protocol.Era, method string, head *protocol.ParamsHe
 		if p := s.poolFor(uri); p != "" {
 			return Route{Subject: subj.PoolRequest(p, method)}
 		}
-		code := int64(protocol.CodeResourceNotFound)
-		if era == protocol.EraModern {
-			code = protocol.CodeInvalidParams
-		}
-		return Route{Local: protocol.NewError(code, "resource not found: %s", uri).WithData(map[string]string{"uri": uri})}
+		return Route{Local: protocol.ErrResourceNotFound(era, uri)}
 	case protocol.MethodResourcesSubscribe, protocol.MethodResourcesUnsubscribe:
 		if head.URI != nil {
 			if p := s.poolFor(*head.URI); p != "" {
@@ -113,15 +109,11 @@ func (v *View) AnswerFromCatalog(era protocol.Era, msg *protocol.Message, meta *
 	}
 	res, _, err := s.cat.Answer(mcp.NewRequest(&in), msg.Params)
 	if err != nil {
-		pe, isPE := err.(*protocol.Error)
-		if !isPE {
-			pe = protocol.NewError(protocol.CodeInternalError, "internal error")
-		}
-		return protocol.AppendErrorResponse(nil, msg.ID, pe), true
+		return protocol.AppendErrorResponse(nil, msg.ID, protocol.AsError(err)), true
 	}
 	raw, err := json.Marshal(res)
 	if err != nil {
-		return protocol.AppendErrorResponse(nil, msg.ID, protocol.NewError(protocol.CodeInternalError, "internal error")), true
+		return protocol.AppendErrorResponse(nil, msg.ID, protocol.ErrInternalFailure()), true
 	}
 	return protocol.AppendResponse(make([]byte, 0, len(raw)+48), msg.ID, raw), true
 }

@@ -170,7 +170,7 @@ func (f *Frontend) Start(ctx context.Context) (err error) {
 	if err = f.taskAPI.Start(ctx); err != nil {
 		return fmt.Errorf("frontend: subscribing to task writes: %w", err)
 	}
-	if err = f.reg.Start(); err != nil {
+	if err = f.reg.Start(ctx); err != nil {
 		return fmt.Errorf("frontend: subscribing to events: %w", err)
 	}
 	if err = f.fleet.Start(ctx); err != nil {

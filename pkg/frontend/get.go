@@ -46,7 +46,7 @@ func (f *Frontend) serveDelete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !sessionstore.ValidID(sid) {
-		httpx.HTTPError(w, http.StatusNotFound, codeSessionNotFound, "Session not found")
+		httpx.WriteError(w, http.StatusNotFound, protocol.ID{}, protocol.ErrSessionNotFound())
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
@@ -63,11 +63,11 @@ func (f *Frontend) serveDelete(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case errors.Is(err, sessionstore.ErrNotFound):
-		httpx.HTTPError(w, http.StatusNotFound, codeSessionNotFound, "Session not found")
+		httpx.WriteError(w, http.StatusNotFound, protocol.ID{}, protocol.ErrSessionNotFound())
 		return
 	case err != nil:
 		f.log.Error("frontend: deleting a session", "err", err)
-		httpx.HTTPError(w, http.StatusServiceUnavailable, protocol.CodeInternalError, "session store unavailable; retry")
+		httpx.WriteError(w, http.StatusServiceUnavailable, protocol.ID{}, protocol.ErrSessionStoreUnavailable())
 		return
 	}
 	_ = f.nc.Publish(f.subj.SessionControl(sid), []byte(listen.CtlDeleted))

@@ -22,10 +22,6 @@ const (
 	hdrLastEventID     = "Last-Event-Id"
 )
 
-// codeSessionNotFound is the JSON-RPC code of a 404 for an unknown session
-// (the TypeScript SDK's convention, in the implementation-defined range).
-const codeSessionNotFound = protocol.CodeSessionNotFound
-
 func (f *Frontend) serveMCP(w http.ResponseWriter, r *http.Request) {
 	orig := r.Header.Get("Origin")
 	originOK := f.hostCheck.OriginOK(orig)
@@ -126,7 +122,7 @@ func (f *Frontend) servePost(w http.ResponseWriter, r *http.Request) {
 			httpx.WriteError(w, http.StatusBadRequest, de.ID, de.Err)
 			return
 		}
-		httpx.HTTPError(w, http.StatusBadRequest, protocol.CodeParseError, "parse error")
+		httpx.WriteError(w, http.StatusBadRequest, protocol.ID{}, protocol.ErrUnparsable())
 		return
 	}
 	if err := f.limits.CheckSizes(msg, body); err != nil {

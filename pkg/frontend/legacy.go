@@ -138,7 +138,7 @@ func (f *Frontend) loadSessionFor(w http.ResponseWriter, r *http.Request, id pro
 		return nil, false
 	case err != nil:
 		f.log.Error("frontend: loading a session", "err", err)
-		httpx.WriteError(w, http.StatusServiceUnavailable, id, protocol.NewError(protocol.CodeInternalError, "session store unavailable; retry"))
+		httpx.WriteError(w, http.StatusServiceUnavailable, id, protocol.ErrSessionStoreUnavailable())
 		return nil, false
 	}
 	if s.Principal != principalOf(r) {
@@ -164,29 +164,8 @@ func snapshot(s *sessionstore.Session) *bus.SessionInfo {
 // the session before answering with its Mcp-Session-Id. A failed
 // initialize leaves nothing behind.
 func (f *Frontend) initialize(w http.ResponseWriter, r *http.Request, msg *protocol.Message, body []byte) {
-	if sid := r.Header.Get(hdrSessionID); sid != "" {
-		if _, ok := f.loadSession(w, r, msg.ID); !ok {
-			return
-		}
-		httpx.WriteError(w, http.StatusBadRequest, msg.ID, protocol.ErrAlreadyInitialized())
-		return
-	}
-	var p protocol.InitializeParams
-	if msg.Params == nil {
-		httpx.WriteError(w, http.StatusBadRequest, msg.ID, protocol.ErrInitializeNeedsParams())
-		return
-	}
-	if f.opts.MaxInitializeBytes > 0 && len(msg.Params) > f.opts.MaxInitializeBytes {
-		httpx.WriteError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams,
-			"invalid params: initialize params of %d bytes, over the %d the server keeps for a session (capabilities and clientInfo)", len(msg.Params), f.opts.MaxInitializeBytes))
-		return
-	}
-	if err := json.Unmarshal(msg.Params, &p); err != nil {
-		httpx.WriteError(w, http.StatusBadRequest, msg.ID, protocol.ErrBadParams(err))
-		return
-	}
-	if e := p.Validate(); e != nil {
-		httpx.WriteError(w, http.StatusBadRequest, msg.ID, e)
+	p, ok := f.initializeParams(w, r, msg)
+	if !ok {
 		return
 	}
 	principal := principalOf(r)
@@ -202,40 +181,9 @@ func (f *Frontend) initialize(w http.ResponseWriter, r *http.Request, msg *proto
 		Era: protocol.EraLegacy, Msg: msg, NoSSE: true,
 		// The session is stored when the answer succeeds, before the
 		// client sees it; a failed initialize leaves nothing behind.
-		Effect: func(resp []byte) error {
-			m, err := protocol.Decode(resp, 0)
-			if err != nil || m.Kind() != protocol.KindResponse {
-				return errors.New("frontend: malformed initialize response")
-			}
-			if m.Error != nil {
-				return nil
-			}
-			var res struct {
-				ProtocolVersion string `json:"protocolVersion"`
-			}
-			if err := json.Unmarshal(m.Result, &res); err != nil || res.ProtocolVersion == "" {
-				return errors.New("frontend: initialize result without protocolVersion")
-			}
-			s := &sessionstore.Session{
-				ID:                 sessionstore.NewID(),
-				ProtocolVersion:    res.ProtocolVersion,
-				ClientInfo:         *p.ClientInfo,
-				ClientCapabilities: *p.Capabilities,
-				Initialized:        true,
-				Principal:          principal,
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-			defer cancel()
-			if err := f.limits.CountSession(ctx, principal, s.ID, time.Now()); err != nil {
-				return err
-			}
-			if err := f.opts.Store.Create(ctx, s); err != nil {
-				f.limits.UncountSession(ctx, principal, s.ID, time.Now())
-				return err
-			}
-			sid = s.ID
-			f.metrics.Session("created")
-			return nil
+		Effect: func(resp []byte) (err error) {
+			sid, err = f.createSession(resp, p, principal)
+			return err
 		},
 		Respond: func(_ []byte, h http.Header) int {
 			if sid == "" {
@@ -264,6 +212,77 @@ func (f *Frontend) initialize(w http.ResponseWriter, r *http.Request, msg *proto
 	f.forward(w, r, spec, nil)
 }
 
+// initializeParams checks an initialize (no session yet, params present,
+// within MaxInitializeBytes, valid) and returns its params; it answers the
+// refusal and returns false otherwise.
+func (f *Frontend) initializeParams(w http.ResponseWriter, r *http.Request, msg *protocol.Message) (*protocol.InitializeParams, bool) {
+	if sid := r.Header.Get(hdrSessionID); sid != "" {
+		if _, ok := f.loadSession(w, r, msg.ID); !ok {
+			return nil, false
+		}
+		httpx.WriteError(w, http.StatusBadRequest, msg.ID, protocol.ErrAlreadyInitialized())
+		return nil, false
+	}
+	var p protocol.InitializeParams
+	if msg.Params == nil {
+		httpx.WriteError(w, http.StatusBadRequest, msg.ID, protocol.ErrInitializeNeedsParams())
+		return nil, false
+	}
+	if f.opts.MaxInitializeBytes > 0 && len(msg.Params) > f.opts.MaxInitializeBytes {
+		httpx.WriteError(w, http.StatusBadRequest, msg.ID, protocol.NewError(protocol.CodeInvalidParams,
+			"invalid params: initialize params of %d bytes, over the %d the server keeps for a session (capabilities and clientInfo)", len(msg.Params), f.opts.MaxInitializeBytes))
+		return nil, false
+	}
+	if err := json.Unmarshal(msg.Params, &p); err != nil {
+		httpx.WriteError(w, http.StatusBadRequest, msg.ID, protocol.ErrBadParams(err))
+		return nil, false
+	}
+	if e := p.Validate(); e != nil {
+		httpx.WriteError(w, http.StatusBadRequest, msg.ID, e)
+		return nil, false
+	}
+	return &p, true
+}
+
+// createSession stores the session an initialize response creates and
+// returns its id: "" (and no error) when the response is an error, an
+// error when the response is malformed or the session cannot be stored
+// (the principal's count is then left as it was).
+func (f *Frontend) createSession(resp []byte, p *protocol.InitializeParams, principal string) (string, error) {
+	m, err := protocol.Decode(resp, 0)
+	if err != nil || m.Kind() != protocol.KindResponse {
+		return "", errors.New("frontend: malformed initialize response")
+	}
+	if m.Error != nil {
+		return "", nil
+	}
+	var res struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	if err := json.Unmarshal(m.Result, &res); err != nil || res.ProtocolVersion == "" {
+		return "", errors.New("frontend: initialize result without protocolVersion")
+	}
+	s := &sessionstore.Session{
+		ID:                 sessionstore.NewID(),
+		ProtocolVersion:    res.ProtocolVersion,
+		ClientInfo:         *p.ClientInfo,
+		ClientCapabilities: *p.Capabilities,
+		Initialized:        true,
+		Principal:          principal,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	if err := f.limits.CountSession(ctx, principal, s.ID, time.Now()); err != nil {
+		return "", err
+	}
+	if err := f.opts.Store.Create(ctx, s); err != nil {
+		f.limits.UncountSession(ctx, principal, s.ID, time.Now())
+		return "", err
+	}
+	f.metrics.Session("created")
+	return s.ID, nil
+}
+
 func (f *Frontend) legacyRequest(w http.ResponseWriter, r *http.Request, sess *sessionstore.Session, msg *protocol.Message, head *protocol.ParamsHead, body []byte, c *claim) {
 	switch {
 	case !protocol.IsEraMethod(protocol.EraLegacy, msg.Method):
@@ -288,7 +307,7 @@ func (f *Frontend) legacyRequest(w http.ResponseWriter, r *http.Request, sess *s
 				httpx.WriteError(w, http.StatusNotFound, msg.ID, protocol.ErrSessionNotFound())
 				return
 			}
-			httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "session store unavailable; retry"))
+			httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, protocol.ErrSessionStoreUnavailable())
 			return
 		}
 		httpx.WriteJSON(w, http.StatusOK, protocol.AppendResponse(nil, msg.ID, []byte("{}")), nil)
@@ -426,7 +445,7 @@ func (f *Frontend) clientAnswer(w http.ResponseWriter, r *http.Request, sess *se
 		err = f.nc.Publish(f.subj.WorkerInbox(worker), data)
 	}
 	if err != nil {
-		httpx.HTTPError(w, http.StatusServiceUnavailable, protocol.CodeInternalError, "message bus unavailable; retry")
+		httpx.WriteError(w, http.StatusServiceUnavailable, protocol.ID{}, protocol.ErrBusUnavailable())
 		return
 	}
 	w.WriteHeader(http.StatusAccepted)

@@ -67,7 +67,7 @@ func (f *Frontend) postModern(w http.ResponseWriter, r *http.Request, msg *proto
 			return
 		case err != nil:
 			f.log.Error("frontend: recording a requestState", "err", err)
-			httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "store unavailable; retry"))
+			httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, errStoreUnavailable())
 			return
 		}
 	}
@@ -100,10 +100,9 @@ func checkModernMeta(r *http.Request, head *protocol.ParamsHead) *protocol.Error
 		case hv == version:
 			return nil
 		case hv == "":
-			return protocol.NewError(protocol.CodeHeaderMismatch, "header mismatch: the MCP-Protocol-Version header is required")
+			return protocol.ErrHeaderMismatch("the MCP-Protocol-Version header is required")
 		}
-		return protocol.NewError(protocol.CodeHeaderMismatch,
-			"header mismatch: MCP-Protocol-Version %q does not equal _meta protocolVersion %q", hv, version)
+		return protocol.ErrHeaderMismatch("MCP-Protocol-Version %q does not equal _meta protocolVersion %q", hv, version)
 	})
 }
 
@@ -116,9 +115,9 @@ func checkModernHeaders(r *http.Request, msg *protocol.Message, head *protocol.P
 	m, ok := headerValue(r, hdrMethod)
 	switch {
 	case !ok:
-		return protocol.NewError(protocol.CodeHeaderMismatch, "header mismatch: the Mcp-Method header is required")
+		return protocol.ErrHeaderMismatch("the Mcp-Method header is required")
 	case m != msg.Method:
-		return protocol.NewError(protocol.CodeHeaderMismatch, "header mismatch: Mcp-Method %q does not match the body's method %q", m, msg.Method)
+		return protocol.ErrHeaderMismatch("Mcp-Method %q does not match the body's method %q", m, msg.Method)
 	}
 	var want *string
 	switch msg.Method {
@@ -136,14 +135,14 @@ func checkModernHeaders(r *http.Request, msg *protocol.Message, head *protocol.P
 		if want == nil {
 			return nil
 		}
-		return protocol.NewError(protocol.CodeHeaderMismatch, "header mismatch: the Mcp-Name header is required for %s", msg.Method)
+		return protocol.ErrHeaderMismatch("the Mcp-Name header is required for %s", msg.Method)
 	}
 	v, err := protocol.DecodeHeaderValue(raw)
 	if err != nil {
-		return protocol.NewError(protocol.CodeHeaderMismatch, "header mismatch: Mcp-Name: %v", err)
+		return protocol.ErrHeaderMismatch("Mcp-Name: %v", err)
 	}
 	if want == nil || v != *want {
-		return protocol.NewError(protocol.CodeHeaderMismatch, "header mismatch: Mcp-Name %q does not match the body", v)
+		return protocol.ErrHeaderMismatch("Mcp-Name %q does not match the body", v)
 	}
 	return nil
 }
@@ -210,7 +209,7 @@ func (f *Frontend) serveListen(w http.ResponseWriter, r *http.Request, msg *prot
 		owned, err := f.taskAPI.OwnTasks(r.Context(), principalOf(r), filter.TaskIDs)
 		if err != nil {
 			f.log.Warn("frontend: checking a listen stream's tasks", "err", err)
-			httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "store unavailable; retry"))
+			httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, errStoreUnavailable())
 			return
 		}
 		filter.TaskIDs = owned
@@ -228,7 +227,7 @@ func (f *Frontend) serveListen(w http.ResponseWriter, r *http.Request, msg *prot
 		return
 	case err != nil:
 		f.log.Warn("frontend: opening a listen stream", "err", err)
-		httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "could not open the stream; retry"))
+		httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, protocol.ErrStreamNotOpened())
 		return
 	}
 	// The hub takes the connection over when it can; otherwise the
@@ -266,4 +265,12 @@ func clientKey(r *http.Request) string {
 		return p
 	}
 	return r.RemoteAddr
+}
+
+// errStoreUnavailable answers a 2026-07-28 request the frontend could not
+// check against a store (the session store recording a requestState, the
+// task store owning a listen filter's tasks): -32603 "store unavailable;
+// retry", sent with HTTP 503.
+func errStoreUnavailable() *protocol.Error {
+	return protocol.NewError(protocol.CodeInternalError, "store unavailable; retry")
 }

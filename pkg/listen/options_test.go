@@ -1,9 +1,12 @@
 package listen_test
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"testing"
 
+	"github.com/mcpfleet/mcpfleet/pkg/bus"
 	"github.com/mcpfleet/mcpfleet/pkg/listen"
 )
 
@@ -20,7 +23,7 @@ func TestOptionsNegativeRejected(t *testing.T) {
 			o.Subjects, o.Logger = v.subj, quietLogger()
 			r := listen.New(v.conn("registry"), o)
 			defer r.Shutdown()
-			if err := r.Start(); !errors.Is(err, listen.ErrInvalidOptions) {
+			if err := r.Start(t.Context()); !errors.Is(err, listen.ErrInvalidOptions) {
 				t.Errorf("Start = %v, want one wrapping ErrInvalidOptions", err)
 			}
 		})
@@ -46,5 +49,28 @@ func TestOptionsZeroIsDefault(t *testing.T) {
 	set := v.registry(v.conn("registry2"), listen.Options{Buffer: 3, ListenBuffer: 4, MaxListen: 5, MaxListenPerClient: 6}).EffectiveOptions()
 	if set.Buffer != 3 || set.ListenBuffer != 4 || set.MaxListen != 5 || set.MaxListenPerClient != 6 {
 		t.Errorf("set options not kept: %+v", set)
+	}
+}
+
+// Start with a done context returns ctx.Err() and subscribes nothing.
+func TestStartHonoursContext(t *testing.T) {
+	e, err := bus.StartEmbedded(&bus.EmbeddedOptions{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
+	nc, err := e.Connect("listen-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	r := listen.New(nc, listen.Options{})
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := r.Start(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Start with a done context: %v, want context.Canceled", err)
+	}
+	if n := nc.NumSubscriptions(); n != 0 {
+		t.Fatalf("%d subscriptions after a failed Start", n)
 	}
 }

@@ -223,10 +223,14 @@ func New(nc *nats.Conn, opts Options) *Registry {
 }
 
 // Start subscribes to list_changed events. Invalid options are an error
-// wrapping ErrInvalidOptions, and nothing is subscribed.
-func (r *Registry) Start() error {
+// wrapping ErrInvalidOptions, a done ctx is ctx.Err(), and then nothing is
+// subscribed.
+func (r *Registry) Start(ctx context.Context) error {
 	if r.optErr != nil {
 		return r.optErr
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	sub, err := r.nc.Subscribe(r.opts.Subjects.AllListChanged(), r.onListChanged)
 	if err != nil {

@@ -77,23 +77,19 @@ func checkParamHeaders(hs []headerArg, headers map[string]string, args json.RawM
 		case !inBody && !inHeader:
 			continue
 		case inBody && !inHeader:
-			return mismatch("the Mcp-Param-%s header is required: argument %q is set", h.header, h.prop)
+			return protocol.ErrHeaderMismatch("the Mcp-Param-%s header is required: argument %q is set", h.header, h.prop)
 		case !inBody && inHeader:
-			return mismatch("the Mcp-Param-%s header is set but argument %q is not", h.header, h.prop)
+			return protocol.ErrHeaderMismatch("the Mcp-Param-%s header is set but argument %q is not", h.header, h.prop)
 		}
 		v, err := protocol.DecodeHeaderValue(hv)
 		if err != nil {
-			return mismatch("Mcp-Param-%s: %v", h.header, err)
+			return protocol.ErrHeaderMismatch("Mcp-Param-%s: %v", h.header, err)
 		}
 		if !sameValue(h.typ, raw, v) {
-			return mismatch("Mcp-Param-%s does not match argument %q", h.header, h.prop)
+			return protocol.ErrHeaderMismatch("Mcp-Param-%s does not match argument %q", h.header, h.prop)
 		}
 	}
 	return nil
-}
-
-func mismatch(format string, args ...any) *protocol.Error {
-	return protocol.NewError(protocol.CodeHeaderMismatch, "header mismatch: "+format, args...)
 }
 
 // sameValue compares a JSON argument with a header value: strings as is,

@@ -7,9 +7,9 @@ import "errors"
 const CodeSessionNotFound = -32001
 
 // The constructors below are the one wording of each protocol rule that
-// more than one transport (HTTP, stdio) or process (frontend, worker)
-// enforces. Each returns a fresh *Error the caller may extend (WithData)
-// without affecting anyone else.
+// more than one transport (HTTP, stdio), process (frontend, worker) or
+// package enforces. Each returns a fresh *Error the caller may extend
+// (WithData) without affecting anyone else.
 
 // ErrSessionNotFound answers a request naming a legacy session that does
 // not exist, has expired or belongs to another principal: -32001
@@ -102,6 +102,45 @@ func ErrRequestTimedOut() *Error {
 // result that does not encode); the server logs the cause.
 func ErrInternalFailure() *Error {
 	return NewError(CodeInternalError, "internal error")
+}
+
+// ErrUnparsable answers a message (an HTTP body, a stdio line) that
+// Decode rejects without a *DecodeError saying why: -32700 "parse error",
+// with no id (HTTP 400).
+func ErrUnparsable() *Error {
+	return NewError(CodeParseError, "parse error")
+}
+
+// ErrHeaderMismatch answers a 2026-07-28 HTTP request whose MCP headers
+// (MCP-Protocol-Version, Mcp-Method, Mcp-Name, Mcp-Param-*) are missing
+// or disagree with the body: -32020 "header mismatch: <detail>", detail
+// formatted from format and args as by fmt.Sprintf (HTTP 400).
+func ErrHeaderMismatch(format string, args ...any) *Error {
+	return NewError(CodeHeaderMismatch, "header mismatch: "+format, args...)
+}
+
+// ErrBusUnavailable answers a request the server could not hand on
+// because the message bus refused it (a publish or subscribe failed):
+// -32603 "message bus unavailable; retry", sent with HTTP 503 so that the
+// client (or a proxy) retries.
+func ErrBusUnavailable() *Error {
+	return NewError(CodeInternalError, "message bus unavailable; retry")
+}
+
+// ErrSessionStoreUnavailable answers a request whose legacy session could
+// not be read or written because the session store failed (not because
+// the session is unknown, which is ErrSessionNotFound): -32603 "session
+// store unavailable; retry", sent with HTTP 503.
+func ErrSessionStoreUnavailable() *Error {
+	return NewError(CodeInternalError, "session store unavailable; retry")
+}
+
+// ErrStreamNotOpened answers a request for a server-sent stream (a legacy
+// session's GET stream, a 2026-07-28 subscriptions/listen stream) that the
+// server could not open for a reason of its own: -32603 "could not open
+// the stream; retry", sent with HTTP 503.
+func ErrStreamNotOpened() *Error {
+	return NewError(CodeInternalError, "could not open the stream; retry")
 }
 
 // AsError returns the *Error in err's chain (errors.As), or

@@ -33,6 +33,12 @@ func TestRuleErrors(t *testing.T) {
 		{protocol.ErrResourceNotFound(protocol.EraModern, "u://x"), -32602, "resource not found: u://x"},
 		{protocol.ErrRequestTimedOut(), -32603, "request timed out"},
 		{protocol.ErrInternalFailure(), -32603, "internal error"},
+		{protocol.ErrUnparsable(), -32700, "parse error"},
+		{protocol.ErrHeaderMismatch("the Mcp-Method header is required"), -32020, "header mismatch: the Mcp-Method header is required"},
+		{protocol.ErrHeaderMismatch("Mcp-Name %q does not match the body", "x"), -32020, `header mismatch: Mcp-Name "x" does not match the body`},
+		{protocol.ErrBusUnavailable(), -32603, "message bus unavailable; retry"},
+		{protocol.ErrSessionStoreUnavailable(), -32603, "session store unavailable; retry"},
+		{protocol.ErrStreamNotOpened(), -32603, "could not open the stream; retry"},
 	}
 	for _, tc := range tests {
 		if tc.err.Code != tc.code || tc.err.Message != tc.msg {

@@ -135,7 +135,7 @@ func (s *session) handleLine(line []byte) {
 		if errors.As(err, &de) {
 			s.writeError(de.ID, de.Err)
 		} else {
-			s.writeError(protocol.ID{}, protocol.NewError(protocol.CodeParseError, "parse error"))
+			s.writeError(protocol.ID{}, protocol.ErrUnparsable())
 		}
 		return
 	}

@@ -37,11 +37,11 @@ func (ex *exchange) drain() {
 	}
 	l.OnLost = func() {
 		ex.cancelWorker()
-		ex.fail(nil, 0, protocol.NewError(protocol.CodeInternalError, "the worker handling %q stopped responding; retry", ex.spec.Msg.Method))
+		ex.fail(nil, 0, errWorkerLost(ex.spec.Msg.Method))
 	}
 	l.OnDeadline = func() {
 		ex.cancelWorker()
-		ex.fail(nil, 0, protocol.NewError(protocol.CodeInternalError, "request timed out after %s", opts.RequestTimeout))
+		ex.fail(nil, 0, errTimedOut(opts.RequestTimeout))
 	}
 	l.Run()
 }
@@ -72,7 +72,7 @@ func (ex *exchange) drainFrame(fr frame) bool {
 	case bus.FrameEnd:
 		return true
 	case bus.FrameNoResponders:
-		ex.fail(nil, 0, protocol.NewError(protocol.CodeInternalError, "no worker is available to serve %q; retry later", ex.spec.Msg.Method))
+		ex.fail(nil, 0, errNoWorker(ex.spec.Msg.Method))
 		return true
 	}
 	return false

@@ -112,7 +112,7 @@ func (s *Streams) Forward(w http.ResponseWriter, r *http.Request, spec *Spec) {
 		s.closeInbox(ex.st)
 		s.log.Warn("frontend: publishing a request", "err", err)
 		httpx.SetOutcome(w, "unavailable")
-		httpx.WriteError(w, http.StatusServiceUnavailable, spec.Msg.ID, protocol.NewError(protocol.CodeInternalError, "message bus unavailable; retry"))
+		httpx.WriteError(w, http.StatusServiceUnavailable, spec.Msg.ID, protocol.ErrBusUnavailable())
 		return
 	}
 	result := ex.serve(w, r)
@@ -236,14 +236,12 @@ func (ex *exchange) serve(w http.ResponseWriter, r *http.Request) step {
 		ex.cancelWorker()
 		// 502, not 503: the worker may have run the request, so a
 		// proxy must not send it elsewhere by itself.
-		ex.fail(w, http.StatusBadGateway, protocol.NewError(protocol.CodeInternalError,
-			"the worker handling %q stopped responding; retry", ex.spec.Msg.Method))
+		ex.fail(w, http.StatusBadGateway, errWorkerLost(ex.spec.Msg.Method))
 		httpx.SetOutcome(w, "worker_lost")
 	}
 	l.OnDeadline = func() {
 		ex.cancelWorker()
-		ex.fail(w, http.StatusGatewayTimeout, protocol.NewError(protocol.CodeInternalError,
-			"request timed out after %s", opts.RequestTimeout))
+		ex.fail(w, http.StatusGatewayTimeout, errTimedOut(opts.RequestTimeout))
 		httpx.SetOutcome(w, "timeout")
 	}
 	l.Run()

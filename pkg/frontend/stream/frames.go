@@ -26,8 +26,7 @@ func isMarker(data []byte) bool { return len(data) > 0 && data[0] == 0 }
 func (ex *exchange) frame(w http.ResponseWriter, fr frame) step {
 	switch fr.kind {
 	case bus.FrameNoResponders:
-		ex.fail(w, http.StatusServiceUnavailable, protocol.NewError(protocol.CodeInternalError,
-			"no worker is available to serve %q; retry later", ex.spec.Msg.Method))
+		ex.fail(w, http.StatusServiceUnavailable, errNoWorker(ex.spec.Msg.Method))
 		httpx.SetOutcome(w, "no_worker")
 		return stepDone
 	case bus.FrameResponse:

@@ -62,7 +62,7 @@ func (s *Streams) getStream(w http.ResponseWriter, r *http.Request, sess *sessio
 	cancel()
 	if err != nil {
 		s.log.Warn("frontend: opening a GET stream", "err", err)
-		httpx.HTTPError(w, http.StatusServiceUnavailable, protocol.CodeInternalError, "could not open the stream; retry")
+		httpx.WriteError(w, http.StatusServiceUnavailable, protocol.ID{}, protocol.ErrStreamNotOpened())
 		return
 	}
 	defer g.Close()
@@ -185,10 +185,10 @@ func (s *Streams) streamLog(ctx context.Context, session, stream string) (start 
 func (s *Streams) storeErr(w http.ResponseWriter, err error) bool {
 	switch {
 	case errors.Is(err, sessionstore.ErrNotFound):
-		httpx.HTTPError(w, http.StatusNotFound, CodeSessionNotFound, "Session not found")
+		httpx.WriteError(w, http.StatusNotFound, protocol.ID{}, protocol.ErrSessionNotFound())
 	default:
 		s.log.Error("frontend: reading a stream log", "err", err)
-		httpx.HTTPError(w, http.StatusServiceUnavailable, protocol.CodeInternalError, "session store unavailable; retry")
+		httpx.WriteError(w, http.StatusServiceUnavailable, protocol.ID{}, protocol.ErrSessionStoreUnavailable())
 	}
 	return false
 }

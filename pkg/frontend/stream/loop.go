@@ -4,6 +4,7 @@ import "time"
 
 // Loop is the one select loop every client stream runs, whatever its kind
 // (a POST exchange attached or detached, a GET stream, a resumed stream, a
+// legacy tasks/result stream (pkg/tasks/taskhttp), a
 // listen stream served by its handler, a client writer): events from one
 // source, keepalives, a probe, a deadline, a liveness timer, and the four
 // ways a stream ends from outside (its source ended, the server stops, the

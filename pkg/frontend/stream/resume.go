@@ -58,7 +58,7 @@ func (s *Streams) resumePost(w http.ResponseWriter, r *http.Request, sess *sessi
 		err = rs.takeOver()
 	}
 	if err != nil {
-		httpx.HTTPError(w, http.StatusServiceUnavailable, protocol.CodeInternalError, "message bus unavailable; retry")
+		httpx.WriteError(w, http.StatusServiceUnavailable, protocol.ID{}, protocol.ErrBusUnavailable())
 		return
 	}
 	start, all, err := s.streamLog(r.Context(), sess.ID, stream)

@@ -30,10 +30,6 @@ import (
 // ErrInvalidOptions wraps the validation errors of New.
 var ErrInvalidOptions = errors.New("stream: invalid options")
 
-// CodeSessionNotFound is the JSON-RPC code of a 404 for an unknown session
-// (the TypeScript SDK's convention, in the implementation-defined range).
-const CodeSessionNotFound = -32001
-
 // storeTimeout bounds one session-store call made for a stream.
 const storeTimeout = 5 * time.Second
 

@@ -44,7 +44,7 @@ func (h *Handler) ServeLegacy(w http.ResponseWriter, r *http.Request, sessionID 
 	}
 	var p protocol.TaskParams
 	if err := json.Unmarshal(msg.Params, &p); err != nil || p.TaskID == "" {
-		httpx.WriteError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: %s needs a taskId", msg.Method))
+		httpx.WriteError(w, http.StatusOK, msg.ID, errNeedsTaskID(msg.Method))
 		return
 	}
 	principal := tasks.SessionPrincipal(sessionID)
@@ -98,7 +98,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, sessionID string,
 	var p protocol.PaginatedParams
 	if len(msg.Params) > 0 {
 		if err := json.Unmarshal(msg.Params, &p); err != nil {
-			httpx.WriteError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: %v", err))
+			httpx.WriteError(w, http.StatusOK, msg.ID, protocol.ErrBadParams(err))
 			return
 		}
 	}
@@ -143,10 +143,10 @@ func (h *Handler) storeErr(w http.ResponseWriter, msg *protocol.Message, taskID 
 	case err == nil:
 		return true
 	case errors.Is(err, tasks.ErrNotFound):
-		httpx.WriteError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: unknown task %q", taskID))
+		httpx.WriteError(w, http.StatusOK, msg.ID, errUnknownTask(taskID))
 	default:
 		h.log.Error("frontend: task store", "method", msg.Method, "err", err)
-		httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "task store unavailable; retry"))
+		httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, errStoreUnavailable())
 	}
 	return false
 }
@@ -208,7 +208,7 @@ func (h *Handler) LegacyAnswer(w http.ResponseWriter, r *http.Request, sessionID
 		httpx.HTTPError(w, http.StatusNotFound, protocol.CodeInvalidParams, "unknown task")
 		return true
 	case err != nil:
-		httpx.HTTPError(w, http.StatusServiceUnavailable, protocol.CodeInternalError, "task store unavailable; retry")
+		httpx.WriteError(w, http.StatusServiceUnavailable, protocol.ID{}, errStoreUnavailable())
 		return true
 	}
 	if accepted != nil || failed {

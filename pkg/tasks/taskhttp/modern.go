@@ -36,11 +36,11 @@ func (h *Handler) ServeModern(w http.ResponseWriter, r *http.Request, msg *proto
 	}
 	var p protocol.UpdateTaskParams
 	if err := json.Unmarshal(msg.Params, &p); err != nil {
-		httpx.WriteError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: %v", err))
+		httpx.WriteError(w, http.StatusOK, msg.ID, protocol.ErrBadParams(err))
 		return
 	}
 	if p.TaskID == "" {
-		httpx.WriteError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: %s needs a taskId", msg.Method))
+		httpx.WriteError(w, http.StatusOK, msg.ID, errNeedsTaskID(msg.Method))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), opTimeout)
@@ -89,16 +89,16 @@ func (h *Handler) ServeModern(w http.ResponseWriter, r *http.Request, msg *proto
 	}
 	switch {
 	case errors.Is(err, tasks.ErrNotFound):
-		httpx.WriteError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInvalidParams, "invalid params: unknown task %q", p.TaskID))
+		httpx.WriteError(w, http.StatusOK, msg.ID, errUnknownTask(p.TaskID))
 		return
 	case err != nil:
 		h.log.Error("frontend: task store", "method", msg.Method, "err", err)
-		httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "task store unavailable; retry"))
+		httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, errStoreUnavailable())
 		return
 	}
 	raw, err := json.Marshal(res)
 	if err != nil {
-		httpx.WriteError(w, http.StatusOK, msg.ID, protocol.NewError(protocol.CodeInternalError, "internal error"))
+		httpx.WriteError(w, http.StatusOK, msg.ID, protocol.ErrInternalFailure())
 		return
 	}
 	httpx.WriteJSON(w, http.StatusOK, protocol.AppendResponse(nil, msg.ID, raw), nil)

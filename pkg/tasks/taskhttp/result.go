@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/httpx"
+	"github.com/mcpfleet/mcpfleet/pkg/frontend/stream"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 	"github.com/mcpfleet/mcpfleet/pkg/tasks"
 	"github.com/nats-io/nats.go"
@@ -18,71 +19,96 @@ import (
 // the client on this response's SSE stream, with ids that route the
 // client's answers back to the task (LegacyAnswer).
 func (h *Handler) result(w http.ResponseWriter, r *http.Request, msg *protocol.Message, taskID, principal string) {
+	deadline := time.Now().Add(h.requestTimeout)
 	changes := make(chan *nats.Msg, 16)
 	sub, err := h.nc.ChanSubscribe(h.subj.TaskEvent(taskID), changes)
 	if err != nil {
-		httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, protocol.NewError(protocol.CodeInternalError, "message bus unavailable; retry"))
+		httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, protocol.ErrBusUnavailable())
 		return
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	deadline := time.NewTimer(h.requestTimeout)
-	defer deadline.Stop()
-	poll := time.NewTicker(time.Second) // in case a change event is lost
-	defer poll.Stop()
-	var sse EventWriter
-	asked := map[string]bool{}
-	for {
-		ctx, cancel := context.WithTimeout(r.Context(), opTimeout)
-		rec, _, err := tasks.Get(ctx, h.store, taskID, principal)
-		if err == nil && !rec.Status.Terminal() && h.workerGone(ctx, rec) {
-			rec, err = h.failOrphaned(ctx, taskID, principal, time.Now())
+	rs := &resultStream{h: h, w: w, r: r, msg: msg, taskID: taskID, principal: principal, asked: map[string]bool{}}
+	if !rs.check() {
+		return
+	}
+	loop := stream.Loop[*nats.Msg]{
+		Events:  changes,
+		OnEvent: func(*nats.Msg) bool { return rs.check() },
+		Probe:   time.Second, // in case a change event is lost
+		OnProbe: rs.check,
+		// The request's deadline, and the ends from outside: the
+		// client's request gone, the frontend stopping.
+		Deadline: deadline, OnDeadline: rs.timedOut,
+		Gone: r.Context().Done(),
+		Stop: h.closing,
+	}
+	loop.Run()
+}
+
+// resultStream is one tasks/result waiting for its task: a plain JSON
+// answer, or an SSE stream once the task asks the client for input.
+type resultStream struct {
+	h                 *Handler
+	w                 http.ResponseWriter
+	r                 *http.Request
+	msg               *protocol.Message
+	taskID, principal string
+	sse               EventWriter         // nil until the first input request
+	asked             map[string]bool     // input keys already sent
+	status            protocol.TaskStatus // the last status read
+}
+
+// check reads the task and answers when it ended (or cannot be read),
+// sending its new input requests meanwhile. It reports whether to go on
+// waiting.
+func (rs *resultStream) check() bool {
+	h := rs.h
+	ctx, cancel := context.WithTimeout(rs.r.Context(), opTimeout)
+	rec, _, err := tasks.Get(ctx, h.store, rs.taskID, rs.principal)
+	if err == nil && !rec.Status.Terminal() && h.workerGone(ctx, rec) {
+		rec, err = h.failOrphaned(ctx, rs.taskID, rs.principal, time.Now())
+	}
+	cancel()
+	if err != nil {
+		if rs.sse == nil {
+			h.storeErr(rs.w, rs.msg, rs.taskID, err)
+		} else {
+			_ = rs.sse.Event(protocol.AppendErrorResponse(nil, rs.msg.ID, errStoreUnavailable()))
 		}
-		cancel()
-		if err != nil {
-			if sse == nil {
-				h.storeErr(w, msg, taskID, err)
-			} else {
-				_ = sse.Event(protocol.AppendErrorResponse(nil, msg.ID, protocol.NewError(protocol.CodeInternalError, "task store unavailable; retry")))
-			}
-			return
+		return false
+	}
+	rs.status = rec.Status
+	if rec.Status.Terminal() {
+		out := outcome(rs.msg.ID, rec)
+		if rs.sse == nil {
+			httpx.WriteJSON(rs.w, http.StatusOK, out, nil)
+		} else {
+			_ = rs.sse.Event(out)
 		}
-		if rec.Status.Terminal() {
-			out := outcome(msg.ID, rec)
-			if sse == nil {
-				httpx.WriteJSON(w, http.StatusOK, out, nil)
-			} else {
-				_ = sse.Event(out)
-			}
-			return
+		return false
+	}
+	for key, in := range rec.Inputs {
+		if rs.asked[key] {
+			continue
 		}
-		for key, in := range rec.Inputs {
-			if asked[key] {
-				continue
-			}
-			asked[key] = true
-			if sse == nil {
-				sse = h.startSSE(w)
-			}
-			if err := sse.Event(inputRequest(taskID, key, in)); err != nil {
-				return
-			}
+		rs.asked[key] = true
+		if rs.sse == nil {
+			rs.sse = h.startSSE(rs.w)
 		}
-		select {
-		case <-changes:
-		case <-poll.C:
-		case <-deadline.C:
-			e := protocol.NewError(protocol.CodeInternalError, "task %q is still %s; call tasks/result again", taskID, rec.Status)
-			if sse == nil {
-				httpx.WriteError(w, http.StatusOK, msg.ID, e)
-			} else {
-				_ = sse.Event(protocol.AppendErrorResponse(nil, msg.ID, e))
-			}
-			return
-		case <-r.Context().Done():
-			return
-		case <-h.closing:
-			return
+		if err := rs.sse.Event(inputRequest(rs.taskID, key, in)); err != nil {
+			return false
 		}
+	}
+	return true
+}
+
+// timedOut answers a task still running at the request's deadline.
+func (rs *resultStream) timedOut() {
+	e := protocol.NewError(protocol.CodeInternalError, "task %q is still %s; call tasks/result again", rs.taskID, rs.status)
+	if rs.sse == nil {
+		httpx.WriteError(rs.w, http.StatusOK, rs.msg.ID, e)
+	} else {
+		_ = rs.sse.Event(protocol.AppendErrorResponse(nil, rs.msg.ID, e))
 	}
 }
 

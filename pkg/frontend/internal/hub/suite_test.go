@@ -90,7 +90,7 @@ func startHarness(t *testing.T, opts Options, mk func(*testing.T, Options) Serve
 	t.Cleanup(nc.Close)
 	h := &harness{prom: prometheus.NewRegistry()}
 	h.reg = listen.New(nc, listen.Options{Logger: log, ListenBuffer: 4})
-	if err := h.reg.Start(); err != nil {
+	if err := h.reg.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	opts.Logger, opts.Metrics = log, metrics.New(h.prom, nil)
