@@ -52,7 +52,7 @@ type hubStream struct {
 	buf     []byte       // the chunk being written; only its writer touches it
 	pending []byte       // what the socket has not taken yet (its writer's)
 	since   time.Time    // when pending began to wait
-	watchID uint64       // the close watcher's handle (0: not watched)
+	watchID uint64       // the close watcher's handle (0: not watched); guarded by Hub.mu
 }
 
 const (
@@ -152,9 +152,30 @@ func (h *Hub) Adopt(w http.ResponseWriter, r *http.Request, ls *listen.ListenStr
 	s.gauge = h.opts.Metrics.StreamOpened("listen")
 	h.opts.Active.Add(1) // the owner waits for the final results
 	h.mu.Lock()
+	if h.stopped {
+		// Stop came after the check above: it did not see s, so s ends
+		// here.
+		h.mu.Unlock()
+		_ = conn.Close()
+		ls.Close()
+		s.gauge()
+		h.opts.Active.Done()
+		return true
+	}
 	h.streams[s] = struct{}{}
 	h.mu.Unlock()
-	s.watchID = h.watch.add(conn, s)
+	// The close watcher's handle is read by remove under h.mu; a stream
+	// removed before it was set is unwatched here.
+	id := h.watch.add(conn, s)
+	h.mu.Lock()
+	_, live := h.streams[s]
+	if live {
+		s.watchID = id
+	}
+	h.mu.Unlock()
+	if !live {
+		h.watch.remove(id)
+	}
 	ls.SetNotify(func() { h.schedule(s) })
 	h.schedule(s) // anything queued before SetNotify
 	return true
@@ -422,12 +443,13 @@ func (h *Hub) remove(s *hubStream, slow bool) {
 	_, ok := h.streams[s]
 	delete(h.streams, s)
 	delete(h.blocked, s)
+	watchID := s.watchID
 	h.mu.Unlock()
 	if !ok {
 		return
 	}
 	s.removed.Store(true)
-	h.watch.remove(s.watchID)
+	h.watch.remove(watchID)
 	_ = s.conn.Close()
 	s.ls.Close()
 	if slow {
