@@ -37,6 +37,7 @@ func (r role) clustered() bool { return r == roleFrontend || r == roleWorker }
 // config is what the command line and the environment say, before it
 // becomes the options of a Run function.
 type config struct {
+	natsConfig
 	Listen, Path                string
 	NATSURL, NATSListen         string
 	RedisURL                    string
@@ -123,6 +124,9 @@ func (c *config) define(r role, f *flags, program func(*flag.FlagSet)) error {
 		f.str(&c.RedisURL, "redis-url", "redis://127.0.0.1:6379/0", "URL", "Redis for sessions, shared by every frontend")
 	case roleWorker:
 		f.str(&c.NATSURL, "nats-url", DefaultNATSURL, "URLS", "NATS server(s), comma-separated")
+	}
+	if r.bus() {
+		c.defineNATS(r, f)
 	}
 
 	if r.handlers() {
@@ -239,6 +243,9 @@ func (c *config) validate(r role) error {
 	if r.clustered() && c.NATSURL == "" {
 		add("--nats-url is required")
 	}
+	if r.bus() {
+		c.validateNATS(r, c.NATSURL, add)
+	}
 	if r == roleFrontend && c.RedisURL == "" {
 		add("--redis-url is required")
 	}
@@ -290,6 +297,7 @@ func (c *config) logger(w io.Writer) *slog.Logger {
 func (c *config) handlerOptions(log *slog.Logger) HandlerOptions {
 	o := HandlerOptions{
 		NATSURL: c.NATSURL, NATSListen: c.NATSListen, RedisURL: c.RedisURL, ConnectTimeout: offWhenZero(c.ConnectTimeout),
+		NATSAuth: c.natsAuth(), SubjectPrefix: c.SubjectPrefix,
 		Memory:   sessionstore.Options{MaxSessions: int(c.MaxSessions), MaxSessionBytes: c.MaxSessionBytes},
 		StateKey: c.stateKey, OldStateKeys: c.oldStateKeys,
 		Logger: log,
@@ -341,7 +349,8 @@ func (c *config) serveOptions(log *slog.Logger) *ServeOptions {
 
 func (c *config) workerOptions(log *slog.Logger) *WorkerOptions {
 	return &WorkerOptions{
-		NATSURL: c.NATSURL, StateKey: c.stateKey, OldStateKeys: c.oldStateKeys,
+		NATSURL: c.NATSURL, NATSAuth: c.natsAuth(), SubjectPrefix: c.SubjectPrefix,
+		StateKey: c.stateKey, OldStateKeys: c.oldStateKeys,
 		Worker:      worker.Options{ID: c.ID, Filter: c.filter()},
 		AdminListen: c.AdminListen, ConnectTimeout: offWhenZero(c.ConnectTimeout), DrainTimeout: c.DrainTimeout, Logger: log,
 	}

@@ -43,6 +43,16 @@ type HandlerOptions struct {
 	// processes on this address (host:port). Empty: in-process only.
 	// default: none (in-process only)
 	NATSListen string
+	// NATSAuth holds the credentials and TLS files of the connection to
+	// NATSURL (see bus.Auth; unused with NATS or the embedded server).
+	// default: none (anonymous, or the credentials in NATSURL)
+	NATSAuth bus.Auth
+	// SubjectPrefix is the first token of every bus subject (see
+	// bus.ValidatePrefix), so deployments sharing one NATS stay apart;
+	// it sets Frontend.Subjects and Worker.Subjects, which must then be
+	// unset or the same.
+	// default: bus.DefaultPrefix ("mcp")
+	SubjectPrefix string
 	// Store holds legacy sessions; the handler does not close it. Nil:
 	// Frontend.Store, else RedisURL.
 	// default: none (Frontend.Store, else RedisURL)
@@ -143,6 +153,9 @@ func NewHandler(ctx context.Context, srv *mcp.Server, opts *HandlerOptions) (*Ha
 // start does NewHandler's work; what it opened is in h.closers.
 func (h *Handler) start(ctx context.Context, srv *mcp.Server, o *HandlerOptions) error {
 	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := applyPrefix(o.SubjectPrefix, &o.Frontend.Subjects, &o.Worker.Subjects); err != nil {
 		return err
 	}
 	embedded := o.NATS == nil && o.NATSURL == "" && srv != nil
@@ -286,7 +299,11 @@ func (h *Handler) connect(ctx context.Context, o *HandlerOptions, withWorker, em
 	var nc *nats.Conn
 	err := retryConnect(ctx, h.log, "NATS", o.ConnectTimeout, func(context.Context) error {
 		var err error
-		nc, err = bus.Connect(url, &bus.ConnectOptions{Name: name, Logger: h.log})
+		nc, err = bus.Connect(url, &bus.ConnectOptions{Name: name, Logger: h.log, Auth: o.NATSAuth,
+			InboxPrefix: o.Frontend.Subjects.InboxPrefix("fe")})
+		if errors.Is(err, bus.ErrInvalidOptions) {
+			return permanent{invalidOptions(err)}
+		}
 		return natsRetryable(err)
 	})
 	if err != nil {
@@ -294,6 +311,24 @@ func (h *Handler) connect(ctx context.Context, o *HandlerOptions, withWorker, em
 	}
 	h.closers = append(h.closers, func(context.Context) { nc.Close() })
 	return nc, nil
+}
+
+// applyPrefix sets every subjects' prefix to prefix (when set; one
+// already set must be the same) and checks them.
+func applyPrefix(prefix string, subjects ...*bus.Subjects) error {
+	for _, s := range subjects {
+		switch {
+		case prefix == "":
+		case s.Prefix == "":
+			s.Prefix = prefix
+		case s.Prefix != prefix:
+			return fmt.Errorf("%w: SubjectPrefix %q and a Subjects.Prefix %q differ", ErrInvalidOptions, prefix, s.Prefix)
+		}
+		if err := s.Validate(); err != nil {
+			return invalidOptions(err)
+		}
+	}
+	return nil
 }
 
 // openStore opens the session store of o: Redis at o.RedisURL, or the

@@ -28,6 +28,15 @@ type WorkerOptions struct {
 	// NATSURL is the NATS server (a comma-separated list for a cluster).
 	// default: DefaultNATSURL (nats://127.0.0.1:4222)
 	NATSURL string
+	// NATSAuth holds the credentials and TLS files of the connection to
+	// NATSURL (see bus.Auth; unused with NATS).
+	// default: none (anonymous, or the credentials in NATSURL)
+	NATSAuth bus.Auth
+	// SubjectPrefix is the first token of every bus subject (see
+	// bus.ValidatePrefix): the frontends' prefix. It sets
+	// Worker.Subjects, which must then be unset or the same.
+	// default: bus.DefaultPrefix ("mcp")
+	SubjectPrefix string
 	// StateKey (mcp.StateKeySize bytes) seals 2026-07-28 requestState and
 	// must be the same on every worker. Nil: the server's configured key,
 	// and without one RunWorker fails with ErrNoStateKey. A key of
@@ -88,7 +97,7 @@ func (o *WorkerOptions) validate() error {
 	if o.DrainTimeout < 0 {
 		return fmt.Errorf("%w: DrainTimeout %v is negative", ErrInvalidOptions, o.DrainTimeout)
 	}
-	return nil
+	return applyPrefix(o.SubjectPrefix, &o.Worker.Subjects)
 }
 
 // RunWorker serves srv's tools, prompts and resources to the frontends
@@ -144,7 +153,11 @@ func RunWorker(ctx context.Context, srv *mcp.Server, opts *WorkerOptions) error 
 		}
 		err := retryConnect(ctx, log, "NATS", o.ConnectTimeout, func(context.Context) error {
 			var err error
-			nc, err = bus.Connect(url, &bus.ConnectOptions{Name: "mcpfleet-worker", Logger: log})
+			nc, err = bus.Connect(url, &bus.ConnectOptions{Name: "mcpfleet-worker", Logger: log, Auth: o.NATSAuth,
+				InboxPrefix: o.Worker.Subjects.InboxPrefix("w")})
+			if errors.Is(err, bus.ErrInvalidOptions) {
+				return permanent{invalidOptions(err)}
+			}
 			return natsRetryable(err)
 		})
 		if err != nil {

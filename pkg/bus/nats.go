@@ -30,6 +30,15 @@ type ConnectOptions struct {
 	// validation error.
 	// default: 5s
 	ConnectTimeout time.Duration
+	// Auth holds the credentials and TLS files (see Auth; an invalid
+	// combination is a validation error).
+	// default: none (anonymous, TLS as the URL and server say)
+	Auth Auth
+	// InboxPrefix is the prefix of the reply subjects of the
+	// connection's requests (Subjects.InboxPrefix); it must not contain
+	// a wildcard nor end with '.'.
+	// default: nats.go's _INBOX
+	InboxPrefix string
 }
 
 // Connect dials url and keeps reconnecting forever after a loss (requests
@@ -49,7 +58,21 @@ func Connect(url string, opts *ConnectOptions) (*nats.Conn, error) {
 	if timeout == 0 {
 		timeout = 5 * time.Second
 	}
-	nc, err := nats.Connect(url, connOptions(opts.Name, log, timeout)...)
+	if err := opts.Auth.validate(); err != nil {
+		return nil, err
+	}
+	if p := opts.InboxPrefix; strings.ContainsAny(p, "*> \t") || strings.HasSuffix(p, ".") {
+		return nil, fmt.Errorf("%w: inbox prefix %q", ErrInvalidOptions, p)
+	}
+	ao, err := opts.Auth.options()
+	if err != nil {
+		return nil, err
+	}
+	no := append(connOptions(opts.Name, log, timeout), ao...)
+	if opts.InboxPrefix != "" {
+		no = append(no, nats.CustomInboxPrefix(opts.InboxPrefix))
+	}
+	nc, err := nats.Connect(url, no...)
 	if err != nil {
 		if ue := (*neturl.Error)(nil); errors.As(err, &ue) {
 			err = ue.Err // a *url.Error quotes the whole URL, credentials included

@@ -15,3 +15,33 @@ func TestInvalidOptions(t *testing.T) {
 		t.Errorf("StartEmbedded with an address without a port: %v", err)
 	}
 }
+
+func TestInvalidAuthAndPrefix(t *testing.T) {
+	for _, a := range []bus.Auth{
+		{User: "u", Token: "t"},
+		{NKeyFile: "a", CredsFile: "b"},
+		{Password: "p"},
+		{TLSCert: "c.pem"},
+		{TLSKey: "k.pem"},
+	} {
+		if _, err := bus.Connect("nats://127.0.0.1:1", &bus.ConnectOptions{Logger: quietLogger(), Auth: a}); !errors.Is(err, bus.ErrInvalidOptions) {
+			t.Errorf("Connect with %+v: %v", a, err)
+		}
+	}
+	if _, err := bus.Connect("nats://127.0.0.1:1", &bus.ConnectOptions{Logger: quietLogger(), InboxPrefix: "_INBOX.>"}); !errors.Is(err, bus.ErrInvalidOptions) {
+		t.Errorf("Connect with a wildcard inbox prefix: %v", err)
+	}
+	for _, p := range []string{"a.b", "mcp*", ">", "a b", "é"} {
+		if err := bus.ValidatePrefix(p); !errors.Is(err, bus.ErrInvalidOptions) {
+			t.Errorf("ValidatePrefix(%q): %v", p, err)
+		}
+	}
+	for _, p := range []string{"", "mcp", "acme_prod-2"} {
+		if err := bus.ValidatePrefix(p); err != nil {
+			t.Errorf("ValidatePrefix(%q): %v", p, err)
+		}
+	}
+	if got := (bus.Subjects{Prefix: "t1"}).InboxPrefix("fe"); got != "_INBOX.t1.fe" {
+		t.Errorf("InboxPrefix %q", got)
+	}
+}
