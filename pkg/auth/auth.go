@@ -115,8 +115,9 @@ type claims struct {
 // Verifier knows is checked at once, without waiting for any fetch of the
 // JWKS. A token naming an unknown key id waits for a refresh of the JWKS
 // (the one in flight, or a new one at most every MinRefresh), bounded by
-// ctx; rate limited, it is refused at once. Every error wraps
-// ErrInvalidToken.
+// ctx; rate limited, it is refused at once. A known key id whose key
+// does not verify the signature is a bad signature, fetching nothing.
+// Every error wraps ErrInvalidToken.
 func (v *Verifier) Verify(ctx context.Context, token string) (*Principal, error) {
 	tok, err := jwt.ParseSigned(token, algorithms)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"strconv"
@@ -120,7 +121,8 @@ func (v *Verifier) run(ctx context.Context, c *fetchCall) {
 // Close stops the Verifier's fetching: a fetch in flight is cancelled
 // and none starts any more; Verify goes on with the keys it has. It
 // waits for the fetch goroutine to end, or until ctx is done (ctx.Err()).
-// Close is idempotent.
+// Close is idempotent. A Verifier never closed keeps nothing running
+// between fetches: its fetch goroutine lives at most FetchTimeout.
 func (v *Verifier) Close(ctx context.Context) error {
 	v.mu.Lock()
 	v.closed = true
@@ -207,7 +209,11 @@ func freshness(h http.Header, now time.Time) (d time.Duration, ok bool) {
 			case "no-store", "no-cache":
 				return 0, true
 			case "max-age":
-				if n, err := strconv.ParseInt(strings.Trim(val, `"`), 10, 64); err == nil && n >= 0 && maxAge < 0 {
+				n, err := strconv.ParseInt(strings.Trim(val, `"`), 10, 64)
+				if errors.Is(err, strconv.ErrRange) && n > 0 {
+					n, err = math.MaxInt64, nil // too great to hold: the greatest (RFC 9111 1.2.2)
+				}
+				if err == nil && n >= 0 && maxAge < 0 {
 					maxAge = n
 				}
 			}
