@@ -226,6 +226,7 @@ func TestJWKSFetchTimeout(t *testing.T) {
 	case <-time.After(hangGuard):
 		t.Fatal("New against a stalled JWKS has not returned")
 	}
+	testutil.PollFor(t, hangGuard, "New's stalled request to be cancelled", func() bool { return srv.cancelled.Load() == 1 })
 	release()
 
 	v := newVerifier(t, o)
@@ -237,7 +238,7 @@ func TestJWKSFetchTimeout(t *testing.T) {
 	if !errors.Is(err, auth.ErrInvalidToken) || errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("an unknown key while the fetch stalls past FetchTimeout: %v, want ErrInvalidToken (the old set)", err)
 	}
-	testutil.PollFor(t, hangGuard, "the stalled request to be cancelled", func() bool { return srv.cancelled.Load() >= 2 })
+	testutil.PollFor(t, hangGuard, "the stalled request to be cancelled", func() bool { return srv.cancelled.Load() == 2 })
 	release()
 	testutil.PollFor(t, hangGuard, "the rotated key after the next fetch", func() bool {
 		return verifyWithin(t, t.Context(), v, k2.token(t, claims(nil)), hangGuard) == nil
