@@ -56,6 +56,7 @@ type config struct {
 
 	AuthIssuer, AuthAudience     string
 	AuthJWKSFile, AuthJWKSURL    string
+	AuthJWKSAllowHTTP            bool
 	AuthRequiredScopes           []string
 	AuthScopesSupported          []string
 	AuthServers                  []string
@@ -107,6 +108,7 @@ func (c *config) define(r role, f *flags, program func(*flag.FlagSet)) error {
 		f.str(&c.AuthAudience, "auth-audience", "", "URL", "this resource's URL, which tokens must name in aud (required with --auth-issuer)")
 		f.str(&c.AuthJWKSFile, "auth-jwks-file", "", "FILE", "the issuer's signing keys, a JWKS file")
 		f.str(&c.AuthJWKSURL, "auth-jwks-url", "", "URL", "the issuer's signing keys, a JWKS URL (cached, refetched on rotation)")
+		f.boolean(&c.AuthJWKSAllowHTTP, "auth-jwks-allow-http", "let --auth-jwks-url be plain http (tests, a local authorization server: whoever alters the JWKS in transit can mint tokens); https is required otherwise")
 		f.list(&c.AuthRequiredScopes, "auth-required-scopes", "scopes every request's token must grant, comma-separated")
 		f.list(&c.AuthScopesSupported, "auth-scopes-supported", "scopes listed in the protected-resource metadata, comma-separated")
 		f.list(&c.AuthServers, "auth-authorization-servers", "authorization servers listed in the protected-resource metadata (default: the issuer)")
@@ -230,7 +232,7 @@ func (c *config) validate(r role) error {
 		if c.DrainDelay < 0 {
 			add("--drain-delay must not be negative")
 		}
-		authSet := c.AuthAudience != "" || c.AuthJWKSFile != "" || c.AuthJWKSURL != "" || len(c.AuthRequiredScopes) > 0
+		authSet := c.AuthAudience != "" || c.AuthJWKSFile != "" || c.AuthJWKSURL != "" || c.AuthJWKSAllowHTTP || len(c.AuthRequiredScopes) > 0
 		switch {
 		case c.AuthIssuer == "" && authSet:
 			add("--auth-issuer is required with the other --auth-* flags")
@@ -238,6 +240,8 @@ func (c *config) validate(r role) error {
 			add("--auth-audience is required with --auth-issuer")
 		case c.AuthIssuer != "" && (c.AuthJWKSFile == "") == (c.AuthJWKSURL == ""):
 			add("exactly one of --auth-jwks-file and --auth-jwks-url is required with --auth-issuer")
+		case c.AuthJWKSURL != "" && !c.AuthJWKSAllowHTTP && !strings.HasPrefix(strings.ToLower(c.AuthJWKSURL), "https://"):
+			add("--auth-jwks-url must be an https URL (--auth-jwks-allow-http allows http, for tests)")
 		}
 	}
 	if r.clustered() && c.NATSURL == "" {
@@ -324,7 +328,7 @@ func (c *config) handlerOptions(log *slog.Logger) HandlerOptions {
 	}
 	if c.AuthIssuer != "" {
 		o.Auth = &auth.Options{
-			Issuer: c.AuthIssuer, Audience: c.AuthAudience, JWKSFile: c.AuthJWKSFile, JWKSURL: c.AuthJWKSURL,
+			Issuer: c.AuthIssuer, Audience: c.AuthAudience, JWKSFile: c.AuthJWKSFile, JWKSURL: c.AuthJWKSURL, AllowInsecureJWKS: c.AuthJWKSAllowHTTP,
 			RequiredScopes: c.AuthRequiredScopes, ScopesSupported: c.AuthScopesSupported,
 			AuthorizationServers: c.AuthServers, MetadataURL: c.AuthMetadataURL,
 		}

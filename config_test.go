@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"flag"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -149,6 +150,8 @@ func TestParseInvalid(t *testing.T) {
 		{roleFrontend, []string{"--auth-issuer", "https://as"}, "--auth-audience is required"},
 		{roleFrontend, []string{"--auth-issuer", "https://as", "--auth-audience", "https://x/mcp"}, "exactly one of --auth-jwks-file and --auth-jwks-url"},
 		{roleServe, []string{"--auth-issuer", "https://as", "--auth-audience", "https://x/mcp", "--auth-jwks-file", "a", "--auth-jwks-url", "b"}, "exactly one of"},
+		{roleServe, []string{"--auth-issuer", "https://as", "--auth-audience", "https://x/mcp", "--auth-jwks-url", "http://as/jwks"}, "--auth-jwks-url must be an https URL"},
+		{roleFrontend, []string{"--auth-jwks-allow-http"}, "--auth-issuer is required"},
 	}
 	for _, tc := range tests {
 		_, err := parse(t, tc.role, tc.args, nil)
@@ -243,5 +246,19 @@ func TestOpenConnsWaitNone(t *testing.T) {
 	o.track(nil, http.StateNew)
 	if !returns(&o, ctx, time.Hour, cancel) {
 		t.Fatal("a cancelled drain: waitNone did not return")
+	}
+}
+
+// --auth-jwks-allow-http (or MCPFLEET_AUTH_JWKS_ALLOW_HTTP) lets an http
+// JWKS URL through to auth.Options.AllowInsecureJWKS.
+func TestParseJWKSAllowHTTP(t *testing.T) {
+	args := []string{"--auth-issuer", "https://as", "--auth-audience", "https://x/mcp", "--auth-jwks-url", "http://127.0.0.1:1/jwks"}
+	t.Setenv("MCPFLEET_AUTH_JWKS_ALLOW_HTTP", "true")
+	c, err := parse(t, roleServe, args, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := c.handlerOptions(slog.Default()).Auth; o == nil || !o.AllowInsecureJWKS || o.Validate() != nil {
+		t.Fatalf("auth options %+v: want AllowInsecureJWKS, valid", o)
 	}
 }

@@ -70,6 +70,11 @@ func (f *flags) dur(p *time.Duration, name string, def time.Duration, usage stri
 	f.add(name, "DURATION")
 }
 
+func (f *flags) boolean(p *bool, name string, usage string) {
+	f.fs.BoolVar(p, name, false, usage)
+	f.add(name, "")
+}
+
 func (f *flags) i64(p *int64, name string, def int64, usage string) {
 	f.fs.Int64Var(p, name, def, usage)
 	f.add(name, "N")

@@ -214,6 +214,7 @@ func (h *Handler) start(ctx context.Context, srv *mcp.Server, o *HandlerOptions)
 			return err
 		}
 		fo.Auth = v
+		h.closers = append(h.closers, func(ctx context.Context) { _ = v.Close(ctx) })
 		h.log.Info("authentication on", "issuer", ao.Issuer, "audience", ao.Audience)
 	}
 	h.verifier = fo.Auth

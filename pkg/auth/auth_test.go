@@ -152,7 +152,7 @@ func TestJWKSRotation(t *testing.T) {
 		_ = json.NewEncoder(w).Encode(current.Load())
 	}))
 	defer srv.Close()
-	v, err := auth.New(t.Context(), auth.Options{Issuer: issuer, Audience: audience, JWKSURL: srv.URL, MinRefresh: 50 * time.Millisecond})
+	v, err := auth.New(t.Context(), auth.Options{Issuer: issuer, Audience: audience, JWKSURL: srv.URL, AllowInsecureJWKS: true, MinRefresh: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestJWKSRotation(t *testing.T) {
 	}
 	// Unknown key ids do not make a fetch per request: at most one per
 	// MinRefresh (a minute here).
-	slow, err := auth.New(t.Context(), auth.Options{Issuer: issuer, Audience: audience, JWKSURL: srv.URL, MinRefresh: time.Minute})
+	slow, err := auth.New(t.Context(), auth.Options{Issuer: issuer, Audience: audience, JWKSURL: srv.URL, AllowInsecureJWKS: true, MinRefresh: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

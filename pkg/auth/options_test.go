@@ -15,11 +15,17 @@ func TestOptionsInvalid(t *testing.T) {
 		edit func(*auth.Options)
 		msg  string // "" when the message is new
 	}{
-		"no issuer":           {func(o *auth.Options) { o.Issuer = "" }, "auth: an issuer is required"},
-		"no audience":         {func(o *auth.Options) { o.Audience = "" }, "auth: an audience (this resource's URL) is required"},
-		"both JWKS":           {func(o *auth.Options) { o.JWKSURL = "https://auth.example.com/jwks" }, "auth: exactly one of a JWKS file and a JWKS URL is required"},
-		"negative Refresh":    {func(o *auth.Options) { o.Refresh = -time.Second }, ""},
-		"negative MinRefresh": {func(o *auth.Options) { o.MinRefresh = -time.Second }, ""},
+		"no issuer":             {func(o *auth.Options) { o.Issuer = "" }, "auth: an issuer is required"},
+		"no audience":           {func(o *auth.Options) { o.Audience = "" }, "auth: an audience (this resource's URL) is required"},
+		"both JWKS":             {func(o *auth.Options) { o.JWKSURL = "https://auth.example.com/jwks" }, "auth: exactly one of a JWKS file and a JWKS URL is required"},
+		"negative Refresh":      {func(o *auth.Options) { o.Refresh = -time.Second }, ""},
+		"negative MinRefresh":   {func(o *auth.Options) { o.MinRefresh = -time.Second }, ""},
+		"negative FetchTimeout": {func(o *auth.Options) { o.FetchTimeout = -time.Second }, ""},
+		"http JWKS URL":         {func(o *auth.Options) { o.JWKSFile, o.JWKSURL = "", "http://auth.example.com/jwks" }, ""},
+		"http loopback JWKS":    {func(o *auth.Options) { o.JWKSFile, o.JWKSURL = "", "http://127.0.0.1:8080/jwks" }, ""},
+		"relative JWKS URL":     {func(o *auth.Options) { o.JWKSFile, o.JWKSURL = "", "/jwks" }, ""},
+		"ftp JWKS URL":          {func(o *auth.Options) { o.JWKSFile, o.JWKSURL = "", "ftp://auth.example.com/jwks" }, ""},
+		"insecure but not http": {func(o *auth.Options) { o.JWKSFile, o.JWKSURL, o.AllowInsecureJWKS = "", "file:///etc/jwks", true }, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := base
@@ -38,6 +44,14 @@ func TestOptionsInvalid(t *testing.T) {
 	}
 	if err := base.Validate(); err != nil {
 		t.Errorf("valid options: %v", err)
+	}
+	for _, o := range []auth.Options{
+		{Issuer: issuer, Audience: audience, JWKSURL: "https://auth.example.com/jwks"},
+		{Issuer: issuer, Audience: audience, JWKSURL: "http://127.0.0.1:8080/jwks", AllowInsecureJWKS: true},
+	} {
+		if err := o.Validate(); err != nil {
+			t.Errorf("valid options %+v: %v", o, err)
+		}
 	}
 }
 
