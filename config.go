@@ -63,7 +63,10 @@ type config struct {
 	AuthMetadataURL              string
 	MaxStringBytes, MaxArrayLen  int64
 	MaxSessions, MaxSessionBytes int64
+	MaxInFlight                  int64
 	MaxInFlightPerSession        int64
+	MaxStreamsPerSession         int64
+	EndedStreamGrace             time.Duration
 	MaxInFlightPerPrincipal      int64
 	RatePerPrincipal, RateBurst  int64
 	MaxSessionsPerPrincipal      int64
@@ -92,6 +95,9 @@ func (c *config) define(r role, f *flags, program func(*flag.FlagSet)) error {
 		f.i64(&c.MaxStringBytes, "max-string-bytes", 0, "largest string in a message (0: 2 MiB; negative: no cap)")
 		f.i64(&c.MaxArrayLen, "max-array-len", 0, "most elements of an array or members of an object in a message (0: 10000; negative: no cap)")
 		f.i64(&c.MaxListen, "max-listen-subscriptions", 1000, "most subscriptions/listen streams per frontend (0: unlimited; 503 beyond)")
+		f.i64(&c.MaxInFlight, "max-inflight", 0, "requests running through one frontend, with or without authentication (0: 4096; negative: no cap; 503 with Retry-After beyond)")
+		f.i64(&c.MaxStreamsPerSession, "max-streams-per-session", 0, "streams a legacy session keeps resume logs for; the least recently written go first (0: 64; negative: no cap)")
+		f.dur(&c.EndedStreamGrace, "ended-stream-grace", 0, "how long a POST stream whose response was delivered stays resumable (0: 1m; negative: not at all)")
 		f.i64(&c.MaxInFlightPerSession, "max-inflight-per-session", 0, "requests a legacy session may have running through one frontend (0: 64; negative: no cap)")
 		f.i64(&c.MaxInFlightPerPrincipal, "max-inflight-per-principal", 0, "requests a principal may have running through one frontend, with authentication (0: 256; negative: no cap)")
 		f.i64(&c.RatePerPrincipal, "rate-per-principal", 0, "requests per second per principal on one frontend, with authentication (0: 50; negative: no limit)")
@@ -302,13 +308,15 @@ func (c *config) handlerOptions(log *slog.Logger) HandlerOptions {
 	o := HandlerOptions{
 		NATSURL: c.NATSURL, NATSListen: c.NATSListen, RedisURL: c.RedisURL, ConnectTimeout: offWhenZero(c.ConnectTimeout),
 		NATSAuth: c.natsAuth(), SubjectPrefix: c.SubjectPrefix,
-		Memory:   sessionstore.Options{MaxSessions: int(c.MaxSessions), MaxSessionBytes: c.MaxSessionBytes},
+		Memory: sessionstore.Options{MaxSessions: int(c.MaxSessions), MaxSessionBytes: c.MaxSessionBytes,
+			MaxStreamsPerSession: int(c.MaxStreamsPerSession), EndedStreamGrace: c.EndedStreamGrace},
 		StateKey: c.stateKey, OldStateKeys: c.oldStateKeys,
 		Logger: log,
 		Frontend: frontend.Options{
 			ID:                      c.ID,
 			MaxStringBytes:          int(c.MaxStringBytes),
 			MaxArrayLen:             int(c.MaxArrayLen),
+			MaxInFlight:             int(c.MaxInFlight),
 			MaxInFlightPerSession:   int(c.MaxInFlightPerSession),
 			MaxInFlightPerPrincipal: int(c.MaxInFlightPerPrincipal),
 			RatePerPrincipal:        float64(c.RatePerPrincipal),

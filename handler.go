@@ -69,7 +69,8 @@ type HandlerOptions struct {
 	ConnectTimeout time.Duration
 	// Memory sizes the in-memory store (see sessionstore.Options, which
 	// sessionstore validates; zero fields are its defaults). Its TTL
-	// defaults to Frontend.SessionTTL.
+	// defaults to Frontend.SessionTTL. Its TTL, MaxStreamsPerSession and
+	// EndedStreamGrace apply to the Redis store too.
 	// default: the zero sessionstore.Options, TTL Frontend.SessionTTL
 	Memory sessionstore.Options
 	// StateKey (mcp.StateKeySize bytes) seals 2026-07-28 requestState.
@@ -344,7 +345,8 @@ func openStore(ctx context.Context, o *HandlerOptions) (sessionstore.Store, erro
 	}
 	octx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	return sessionstore.OpenRedis(octx, o.RedisURL, &sessionstore.RedisOptions{Options: sessionstore.Options{TTL: so.TTL}})
+	return sessionstore.OpenRedis(octx, o.RedisURL, &sessionstore.RedisOptions{Options: sessionstore.Options{
+		TTL: so.TTL, MaxStreamsPerSession: so.MaxStreamsPerSession, EndedStreamGrace: so.EndedStreamGrace}})
 }
 
 // ServeHTTP serves the MCP endpoint (both protocol eras).

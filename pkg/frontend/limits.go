@@ -19,6 +19,7 @@ func newLimits(opts *Options, sessionTTL time.Duration, log *slog.Logger) (*limi
 		Logger:                     log,
 		MaxStringBytes:             opts.MaxStringBytes,
 		MaxArrayLen:                opts.MaxArrayLen,
+		MaxInFlight:                opts.MaxInFlight,
 		MaxInFlightPerSession:      opts.MaxInFlightPerSession,
 		MaxInFlightPerPrincipal:    opts.MaxInFlightPerPrincipal,
 		RatePerPrincipal:           opts.RatePerPrincipal,

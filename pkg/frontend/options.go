@@ -89,6 +89,11 @@ type Options struct {
 	// object (400 beyond); negative means off.
 	// default: 10000
 	MaxArrayLen int
+	// MaxInFlight caps the requests running through this frontend, with or
+	// without authentication: 503 with Retry-After beyond (see
+	// limits.Options.MaxInFlight). Negative: off.
+	// default: 4096
+	MaxInFlight int
 	// MaxInFlightPerSession caps the requests a legacy session has
 	// running through this frontend (429 beyond); negative means off.
 	// default: 64

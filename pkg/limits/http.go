@@ -16,6 +16,7 @@ const (
 	rateMessage              = "Too Many Requests: the rate limit of this principal is reached; retry after Retry-After seconds"
 	sessionInFlightMessage   = "Too Many Requests: too many requests in flight in this session"
 	principalInFlightMessage = "Too Many Requests: too many requests in flight for this principal"
+	frontendInFlightMessage  = "Service Unavailable: this server has the most requests in flight it takes; retry (the request did not run)"
 	// SessionCapMessage is the message of the 429 refusing an initialize
 	// at the principal's session cap.
 	SessionCapMessage = "Too Many Requests: this principal holds the most sessions allowed; end one (DELETE) or retry later"
@@ -43,8 +44,9 @@ func (l *Limiter) RateLimited(w http.ResponseWriter, principal string) bool {
 }
 
 // Admit takes the in-flight slots of a request of session by principal;
-// it writes the 429 for id (Retry-After: 1) and returns false when one of
-// the caps is reached.
+// it writes the refusal for id and returns false when one of the caps is
+// reached: 429 (Retry-After: 1) at a session's or principal's cap, 503
+// (Retry-After: 1) at the frontend's.
 func (l *Limiter) Admit(w http.ResponseWriter, id protocol.ID, session, principal string) (Held, bool) {
 	h, refusal := l.Acquire(session, principal)
 	switch refusal {
@@ -53,6 +55,13 @@ func (l *Limiter) Admit(w http.ResponseWriter, id protocol.ID, session, principa
 		return Held{}, false
 	case PrincipalFull:
 		WriteTooMany(w, id, time.Second, principalInFlightMessage)
+		return Held{}, false
+	case FrontendFull:
+		// 503, not 429: the client is not at fault, this frontend is
+		// full; the request never ran, so a client or a proxy may send it
+		// again, here or to another frontend.
+		w.Header().Set("Retry-After", "1")
+		httpx.WriteError(w, http.StatusServiceUnavailable, id, protocol.NewError(protocol.CodeInternalError, "%s", frontendInFlightMessage))
 		return Held{}, false
 	}
 	return h, true

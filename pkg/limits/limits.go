@@ -51,6 +51,13 @@ type Options struct {
 	// Negative: off.
 	// default: 10000
 	MaxArrayLen int
+	// MaxInFlight caps the requests running through this frontend, all
+	// sessions and principals together, with or without authentication:
+	// 503 with Retry-After beyond (the request did not run; another
+	// frontend may have room).
+	// Negative: off.
+	// default: 4096
+	MaxInFlight int
 	// MaxInFlightPerSession caps the requests a legacy session has
 	// running through this frontend: 429 beyond.
 	// Negative: off.
@@ -99,6 +106,7 @@ type Limiter struct {
 	// The resolved caps: 0 means off.
 	maxString, maxArray         int
 	maxPerSession, maxPerPrinc  int
+	maxTotal                    int
 	rate                        float64
 	burst                       int
 	maxSessions, maxSubsPerSess int
@@ -106,6 +114,7 @@ type Limiter struct {
 
 	mu       sync.Mutex
 	inflight map[key]int
+	total    int // requests in flight through the frontend
 	buckets  map[string]*bucket
 	swept    time.Time
 }
@@ -139,6 +148,7 @@ func New(opts Options) (*Limiter, error) {
 		maxArray:       resolve(opts.MaxArrayLen, 10000),
 		maxPerSession:  resolve(opts.MaxInFlightPerSession, 64),
 		maxPerPrinc:    resolve(opts.MaxInFlightPerPrincipal, 256),
+		maxTotal:       resolve(opts.MaxInFlight, 4096),
 		rate:           opts.RatePerPrincipal,
 		burst:          resolve(opts.RateBurst, 100),
 		maxSessions:    resolve(opts.MaxSessionsPerPrincipal, 100),
@@ -249,6 +259,7 @@ func (h *Held) Release() {
 	}
 	h.l.release(h.session, h.l.maxPerSession)
 	h.l.release(h.principal, h.l.maxPerPrinc)
+	h.l.releaseTotal()
 	*h = Held{}
 }
 
@@ -260,11 +271,12 @@ const (
 	Admitted Refusal = iota
 	SessionFull
 	PrincipalFull
+	FrontendFull
 )
 
-// Acquire takes an in-flight slot of session (empty: none) and one of
-// principal (empty: none). When a cap is reached it takes neither and
-// says which.
+// Acquire takes an in-flight slot of session (empty: none), one of
+// principal (empty: none) and one of the frontend. When a cap is reached
+// it takes none and says which.
 func (l *Limiter) Acquire(session, principal string) (Held, Refusal) {
 	h := Held{l: l, session: key{id: session}, principal: key{principal: true, id: principal}}
 	if !l.acquire(h.session, l.maxPerSession) {
@@ -274,5 +286,34 @@ func (l *Limiter) Acquire(session, principal string) (Held, Refusal) {
 		l.release(h.session, l.maxPerSession)
 		return Held{}, PrincipalFull
 	}
+	if !l.acquireTotal() {
+		l.release(h.session, l.maxPerSession)
+		l.release(h.principal, l.maxPerPrinc)
+		return Held{}, FrontendFull
+	}
 	return h, Admitted
+}
+
+// acquireTotal takes one of the frontend's maxTotal slots (0: no cap).
+func (l *Limiter) acquireTotal() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.maxTotal > 0 && l.total >= l.maxTotal {
+		return false
+	}
+	l.total++
+	return true
+}
+
+func (l *Limiter) releaseTotal() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.total--
+}
+
+// InFlight returns the requests in flight through the frontend.
+func (l *Limiter) InFlight() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.total
 }

@@ -240,3 +240,49 @@ func checkTooMany(t *testing.T, rec *httptest.ResponseRecorder, retryAfter, msg 
 		t.Fatalf("got %d Retry-After %q %s; want 429 Retry-After %q with %q", rec.Code, rec.Header().Get("Retry-After"), rec.Body, retryAfter, msg)
 	}
 }
+
+// TestLimiterFrontendInFlight: the frontend-wide cap counts every request,
+// without session or principal too, and refuses with a 503 a client or
+// proxy may retry.
+func TestLimiterFrontendInFlight(t *testing.T) {
+	l := newLimiter(t, Options{MaxInFlight: 3})
+	var held []Held
+	for _, s := range []string{"", "s1", ""} {
+		h, r := l.Acquire(s, "")
+		if r != Admitted {
+			t.Fatalf("slot refused below the cap: %v", r)
+		}
+		held = append(held, h)
+	}
+	rec := httptest.NewRecorder()
+	if _, ok := l.Admit(rec, protocol.Int64ID(9), "", ""); ok {
+		t.Fatal("a fourth request without session or principal was admitted")
+	}
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") != "1" || !strings.Contains(rec.Body.String(), `"id":9`) {
+		t.Fatalf("refusal: %d %v %s; want 503 with Retry-After: 1 for id 9", rec.Code, rec.Header(), rec.Body)
+	}
+	if _, r := l.Acquire("s2", "p"); r != FrontendFull {
+		t.Fatalf("at the frontend's cap: %v, want FrontendFull", r)
+	}
+	if len(l.inflight) != 1 { // s1 only: the refusals kept nothing
+		t.Fatalf("counters after refusals: %v", l.inflight)
+	}
+	held[0].Release()
+	if h, r := l.Acquire("", ""); r != Admitted {
+		t.Fatal("a released frontend slot was not reusable")
+	} else {
+		held[0] = h
+	}
+	for i := range held {
+		held[i].Release()
+	}
+	if n := l.InFlight(); n != 0 {
+		t.Fatalf("%d in flight after every release", n)
+	}
+	off := newLimiter(t, Options{MaxInFlight: -1})
+	for range 5000 {
+		if _, r := off.Acquire("", ""); r != Admitted {
+			t.Fatal("the cap off must not limit")
+		}
+	}
+}

@@ -18,8 +18,10 @@ import (
 type Memory struct {
 	ttl       time.Duration
 	maxEvents int
-	maxCount  int   // MaxSessions; <= 0: no cap
-	maxBytes  int64 // MaxSessionBytes; <= 0: no cap
+	maxLogs   int           // MaxStreamsPerSession; <= 0: no cap
+	grace     time.Duration // EndedStreamGrace; <= 0: at once
+	maxCount  int           // MaxSessions; <= 0: no cap
+	maxBytes  int64         // MaxSessionBytes; <= 0: no cap
 
 	closeOnce   sync.Once
 	stop        chan struct{} // closed by Close: tells the janitor to return
@@ -76,6 +78,8 @@ func NewMemory(opts *Options) (*Memory, error) {
 	m := &Memory{
 		ttl:         o.TTL,
 		maxEvents:   o.MaxEvents,
+		maxLogs:     o.MaxStreamsPerSession,
+		grace:       o.EndedStreamGrace,
 		maxCount:    o.MaxSessions,
 		maxBytes:    o.MaxSessionBytes,
 		stop:        make(chan struct{}),

@@ -18,17 +18,22 @@ type memLog struct {
 	// by their last append.
 	bytes int
 	seq   uint64
+	// endBy is when an ended stream's log goes (zero while it is live).
+	endBy time.Time
+}
+
+// gone reports whether l is an ended log past its grace.
+func (l *memLog) gone(now time.Time) bool {
+	return !l.endBy.IsZero() && !now.Before(l.endBy)
 }
 
 // A session's event logs in a Memory store are bounded: at most
-// maxSessionLogs logs and maxSessionLogBytes of event data. Past either,
-// the logs appended to least recently go first (a client resuming one
-// learns that its events are gone), then the oldest events of the log
-// being appended to.
-const (
-	maxSessionLogs     = 256
-	maxSessionLogBytes = 16 << 20
-)
+// MaxStreamsPerSession logs and maxSessionLogBytes of event data. Past
+// either, the ended logs and then those appended to least recently go
+// first (a client resuming one learns that its events are gone), then the
+// oldest events of the log being appended to. Ended logs past their grace
+// go when a new stream starts or when they are read.
+const maxSessionLogBytes = 16 << 20
 
 // AppendEvent implements [Store.AppendEvent].
 func (m *Memory) AppendEvent(ctx context.Context, id, stream string, data []byte) (uint64, error) {
@@ -42,9 +47,17 @@ func (m *Memory) AppendEvent(ctx context.Context, id, stream string, data []byte
 		}
 		l := s.logs[stream]
 		if l == nil {
+			now := time.Now()
+			for name, o := range s.logs {
+				if o.gone(now) {
+					s.logBytes -= o.bytes
+					delete(s.logs, name)
+				}
+			}
 			l = &memLog{}
 			s.logs[stream] = l
 		}
+		l.endBy = time.Time{} // an append reopens an ended stream
 		l.newest++
 		ev.Index = l.newest
 		l.events = append(l.events, ev)
@@ -69,7 +82,7 @@ func (m *Memory) AppendEvent(ctx context.Context, id, stream string, data []byte
 			clear(l.events[:drop])
 			l.events = l.events[drop:]
 		}
-		for len(s.logs) > maxSessionLogs {
+		for m.maxLogs > 0 && len(s.logs) > m.maxLogs {
 			s.dropOldestLog(l)
 		}
 	})
@@ -92,7 +105,10 @@ func (m *Memory) EventsAfter(ctx context.Context, id, stream string, after uint6
 	}
 	var newest uint64
 	var kept []Event
-	if l := s.logs[stream]; l != nil {
+	if l := s.logs[stream]; l != nil && l.gone(time.Now()) {
+		s.logBytes -= l.bytes
+		delete(s.logs, stream)
+	} else if l != nil {
 		newest, kept = l.newest, l.events
 	}
 	switch eventWindow(after, newest, len(kept)) {
@@ -109,6 +125,29 @@ func (m *Memory) EventsAfter(ctx context.Context, id, stream string, after uint6
 	return events, nil
 }
 
+// EndStream implements [EventLog.EndStream].
+func (m *Memory) EndStream(ctx context.Context, id, stream string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sessionstore: end stream of %q: %w", shortID(id), err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.live(id, time.Now())
+	if s == nil {
+		return nil
+	}
+	l := s.logs[stream]
+	switch {
+	case l == nil:
+	case m.grace <= 0:
+		s.logBytes -= l.bytes
+		delete(s.logs, stream)
+	case l.endBy.IsZero():
+		l.endBy = time.Now().Add(m.grace)
+	}
+	return nil
+}
+
 func eventBytes(evs []Event) int {
 	n := 0
 	for _, e := range evs {
@@ -117,13 +156,19 @@ func eventBytes(evs []Event) int {
 	return n
 }
 
-// dropOldestLog removes the log appended to least recently, other than
-// keep. The caller holds the store's lock.
+// dropOldestLog removes the ended log, or else the log, appended to least
+// recently, other than keep. The caller holds the store's lock.
 func (s *memSession) dropOldestLog(keep *memLog) {
 	var oldest string
 	var old *memLog
+	older := func(a, b *memLog) bool {
+		if ae, be := !a.endBy.IsZero(), !b.endBy.IsZero(); ae != be {
+			return ae
+		}
+		return a.seq < b.seq
+	}
 	for name, l := range s.logs {
-		if l != keep && (old == nil || l.seq < old.seq) {
+		if l != keep && (old == nil || older(l, old)) {
 			oldest, old = name, l
 		}
 	}

@@ -228,7 +228,8 @@ func TestMemoryOnceBounded(t *testing.T) {
 func TestMemoryLogsBounded(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	m := newMemoryForTest(t, Options{TTL: time.Hour})
+	const maxSessionLogs = 256
+	m := newMemoryForTest(t, Options{TTL: time.Hour, MaxStreamsPerSession: maxSessionLogs})
 	s := &Session{ID: NewID()}
 	mustCreate(t, m, s)
 	for i := range maxSessionLogs + 44 {

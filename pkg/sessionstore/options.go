@@ -15,6 +15,14 @@ const DefaultTTL = 30 * time.Minute
 // Options.MaxEvents is zero.
 const DefaultMaxEvents = 1000
 
+// DefaultMaxStreamsPerSession is the cap on a session's stream logs when
+// Options.MaxStreamsPerSession is zero.
+const DefaultMaxStreamsPerSession = 64
+
+// DefaultEndedStreamGrace is how long an ended stream stays resumable when
+// Options.EndedStreamGrace is zero.
+const DefaultEndedStreamGrace = time.Minute
+
 // Defaults of the memory store's capacity: about 100 MiB of sessions
 // with typical declarations, at most DefaultMaxSessionBytes more.
 const (
@@ -44,6 +52,19 @@ type Options struct {
 	// Zero means DefaultMaxEvents; negative is invalid.
 	// default: 1000 events (DefaultMaxEvents)
 	MaxEvents int
+	// MaxStreamsPerSession caps the streams a session has event logs for
+	// (each legacy POST stream and the GET stream is one): when a new
+	// stream starts beyond it, the logs appended to least recently go,
+	// ended ones first (resuming them gives ErrEventsPurged). Negative
+	// means no cap.
+	// default: 64 streams (DefaultMaxStreamsPerSession)
+	MaxStreamsPerSession int
+	// EndedStreamGrace is how long a stream ended by EndStream (a POST
+	// stream whose response was delivered) stays resumable, for a client
+	// whose connection broke as the response went out; then its log and
+	// its bookkeeping go. Negative means at once.
+	// default: 1 minute (DefaultEndedStreamGrace)
+	EndedStreamGrace time.Duration
 	// MaxSessions bounds the live sessions of a [Memory] store: Create
 	// fails with ErrFull beyond it. Zero means DefaultMaxSessions;
 	// negative means no cap. The Redis store ignores it: bound Redis with
@@ -106,6 +127,12 @@ func resolve(opts *Options) (Options, error) {
 	}
 	if o.MaxEvents == 0 {
 		o.MaxEvents = DefaultMaxEvents
+	}
+	if o.MaxStreamsPerSession == 0 {
+		o.MaxStreamsPerSession = DefaultMaxStreamsPerSession
+	}
+	if o.EndedStreamGrace == 0 {
+		o.EndedStreamGrace = DefaultEndedStreamGrace
 	}
 	if o.MaxSessions == 0 {
 		o.MaxSessions = DefaultMaxSessions

@@ -29,9 +29,11 @@ import (
 //	                            ver, the record's version (1, then +1 per
 //	                            Update), which cached readers compare
 //	P:{S}:subs           SET    subscribed resource URIs
-//	P:{S}:streams        HASH   stream name -> index of its newest event;
+//	P:{S}:streams        HASH   stream name -> index of its newest event
+//	                            (negated once EndStream ended the stream);
 //	                            the index counter, and the list of the
-//	                            session's event-log keys (no SCAN needed)
+//	                            session's event-log keys (no SCAN needed);
+//	                            at most MaxStreamsPerSession fields
 //	P:{S}:ev:<stream>    LIST   the stream's last MaxEvents event payloads,
 //	                            oldest first; as indices are gapless, entry
 //	                            i (from 0) of n has index newest-n+1+i
@@ -52,7 +54,13 @@ import (
 // it never outlives the session but may expire earlier when the session
 // is kept alive without appends. The counter in streams survives the log,
 // so indices never restart within a session and EventsAfter can tell a
-// lost log (ErrEventsPurged) from an empty one.
+// lost log (ErrEventsPurged) from an empty one, as long as the stream keeps
+// its field: EndStream negates it and shortens the log's expiry to
+// EndedStreamGrace; the first append of a new stream then drops the fields
+// of ended streams whose log is gone, and, beyond MaxStreamsPerSession,
+// the streams whose log expires first (ended ones, then the least recently
+// appended) with their log. So streams holds no more fields than the cap
+// and the streams of the last grace, whatever the session's age.
 //
 // A claim key expires on its own, after the ttl given to Begin, whatever
 // happens to the session. The rq set is kept alive as long as the claims
@@ -83,6 +91,8 @@ type Redis struct {
 	prefix    string
 	ttlMS     int64
 	trimFrom  int64 // -MaxEvents: the LTRIM start that keeps MaxEvents
+	maxStrms  int64 // MaxStreamsPerSession; 0: no cap
+	graceMS   int64 // EndedStreamGrace in ms; 0: at once
 	closeOnce sync.Once
 	closeErr  error
 	batch     *batcher // nil: every call is its own round trip
@@ -112,6 +122,8 @@ func NewRedis(client redis.UniversalClient, opts *RedisOptions) (*Redis, error) 
 		prefix:   ro.KeyPrefix,
 		ttlMS:    max(ro.TTL.Milliseconds(), 1), // PEXPIRE 0 would delete
 		trimFrom: -int64(ro.MaxEvents),
+		maxStrms: int64(max(ro.MaxStreamsPerSession, 0)),
+		graceMS:  max(ro.EndedStreamGrace.Milliseconds(), 0),
 	}
 	if !ro.NoBatching {
 		r.batch = newBatcher(client)

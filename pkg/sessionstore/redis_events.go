@@ -20,7 +20,7 @@ func (r *Redis) AppendEvent(ctx context.Context, id, stream string, data []byte)
 		data = []byte{}
 	}
 	idx, err := r.run(ctx, scriptAppend, keys,
-		r.ttlMS, nowMilli().UnixMilli(), stream, data, r.trimFrom).Int64()
+		r.ttlMS, nowMilli().UnixMilli(), stream, data, r.trimFrom, r.maxStrms, logPrefix).Int64()
 	if err == nil && idx <= 0 {
 		err = ErrNotFound
 	}
@@ -49,6 +49,19 @@ func (r *Redis) EventsAfter(ctx context.Context, id, stream string, after uint64
 		}
 	}
 	return nil, fmt.Errorf("sessionstore: events after %d of %q: %w", after, shortID(id), err)
+}
+
+// EndStream implements [EventLog.EndStream].
+func (r *Redis) EndStream(ctx context.Context, id, stream string) error {
+	if !r.validID(id) {
+		return nil
+	}
+	keys, logPrefix := r.keys(id)
+	keys = append(keys, logPrefix+stream)
+	if err := r.run(ctx, scriptEndStream, keys, stream, r.graceMS).Err(); err != nil {
+		return fmt.Errorf("sessionstore: end stream of %q: %w", shortID(id), err)
+	}
+	return nil
 }
 
 // decodeEvents interprets the reply of scriptEventsAfter.

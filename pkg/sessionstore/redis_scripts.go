@@ -52,6 +52,7 @@ var (
 	scriptSubscriptions = loadScript("subscriptions")
 	scriptAppend        = loadScript("append", "touch")
 	scriptEventsAfter   = loadScript("events_after")
+	scriptEndStream     = loadScript("end_stream")
 	scriptRecordCreate  = loadScript("record_create")
 	scriptRecordSet     = loadScript("record_set")
 )

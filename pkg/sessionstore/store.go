@@ -213,6 +213,15 @@ type EventLog interface {
 	// alive by other calls; EventsAfter then reports ErrEventsPurged to
 	// anyone who has not seen its newest event, never a silent gap.
 	EventsAfter(ctx context.Context, id, stream string, after uint64) ([]Event, error)
+	// EndStream says that (session, stream) is over (a POST stream whose
+	// response was delivered): its log stays resumable for
+	// Options.EndedStreamGrace, then it and the stream's bookkeeping go
+	// (EventsAfter then gives ErrEventsPurged to a client behind its
+	// newest event). An append reopens an ended stream. Unknown sessions
+	// and streams are a no-op; it fails only when the backend is
+	// unreachable or ctx is done. Besides, a session keeps event logs for
+	// at most Options.MaxStreamsPerSession streams.
+	EndStream(ctx context.Context, id, stream string) error
 }
 
 // OnceSet is a cluster-wide single-use set (MRTR requestState).

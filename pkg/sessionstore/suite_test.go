@@ -97,6 +97,9 @@ func runStoreSuite(t *testing.T, newStore storeFactory, clock suiteClock) {
 		{"Trimming", plain(testTrimming)},
 		{"EventsAreCopies", plain(testEventsAreCopies)},
 		{"ConcurrentAppends", plain(testConcurrentAppends)},
+		{"StreamsBounded", plain(testStreamsBounded)},
+		{"EndStream", timed(testEndStream)},
+		{"EndStreamAtOnce", plain(testEndStreamAtOnce)},
 		// Claims.
 		{"BeginIsGet", plain(testBeginIsGet)},
 		{"BeginInFlight", plain(testBeginInFlight)},

@@ -50,15 +50,16 @@ func (w *Worker) applyCatalog(ctx context.Context, changed []string) error {
 		return err
 	}
 	now := &served{cat: cat, pool: pool}
+	onRequest := w.guard("a request", w.onRequest)
 	want := map[string]nats.MsgHandler{
-		w.subj.UnnamedRequests():  w.onRequest,
-		w.subj.PoolRequests(pool): w.onRequest,
+		w.subj.UnnamedRequests():  onRequest,
+		w.subj.PoolRequests(pool): onRequest,
 	}
 	for _, t := range cat.Tools {
-		want[w.subj.Request(protocol.MethodToolsCall, t.Name)] = w.onRequest
+		want[w.subj.Request(protocol.MethodToolsCall, t.Name)] = onRequest
 	}
 	for _, p := range cat.Prompts {
-		want[w.subj.Request(protocol.MethodPromptsGet, p.Name)] = w.onRequest
+		want[w.subj.Request(protocol.MethodPromptsGet, p.Name)] = onRequest
 	}
 	w.mu.Lock()
 	closed := w.closed || w.draining

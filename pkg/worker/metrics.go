@@ -12,6 +12,7 @@ type Metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	inflight prometheus.Gauge
+	stuckG   prometheus.Gauge
 }
 
 // NewMetrics creates the metrics and registers them on reg.
@@ -30,8 +31,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "mcpfleet_worker_inflight_requests",
 			Help: "Requests this worker is running: scale workers on it.",
 		}),
+		stuckG: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "mcpfleet_worker_stuck_handlers",
+			Help: "Handlers still running after their request ended (answered at its deadline, cancellation or shutdown); each holds a MaxInFlight slot until it returns.",
+		}),
 	}
-	reg.MustRegister(m.requests, m.duration, m.inflight)
+	reg.MustRegister(m.requests, m.duration, m.inflight, m.stuckG)
 	return m
 }
 
@@ -58,4 +63,17 @@ func (m *Metrics) done(method, outcome string, start time.Time) {
 	}
 	m.requests.WithLabelValues(method, outcome).Inc()
 	m.duration.WithLabelValues(method).Observe(time.Since(start).Seconds())
+}
+
+// stuck counts a handler that outlived its request; unstuck its return.
+func (m *Metrics) stuck() {
+	if m != nil {
+		m.stuckG.Inc()
+	}
+}
+
+func (m *Metrics) unstuck() {
+	if m != nil {
+		m.stuckG.Dec()
+	}
 }

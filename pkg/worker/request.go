@@ -29,6 +29,9 @@ type inflight struct {
 	pending map[string]struct{} // ids of this request's open server-to-client requests
 
 	sessionLevel bool // reply is the session's GET stream subject, not a request's stream
+
+	returned bool // the handler returned
+	stuck    bool // the request ended before its handler returned
 }
 
 // publish sends a frame unless the request is done. final marks the
@@ -64,14 +67,11 @@ func (f *inflight) abort(reason string) {
 	}
 	_ = f.w.nc.Publish(f.reply, bus.AppendFrame(nil, bus.FrameEnd, nil))
 	f.mu.Unlock()
-	f.cancel(errors.New(reason))
 	// The request is over for the client: its id may be used again at
-	// once, even while the handler is still returning.
-	f.w.mu.Lock()
-	if f.w.inflight[f.key] == f {
-		delete(f.w.inflight, f.key)
-	}
-	f.w.mu.Unlock()
+	// once, even while the handler is still returning (its goroutine stays
+	// counted against MaxInFlight until it does). Cancelling the context
+	// runs expire, which forgets the request.
+	f.cancel(errors.New(reason))
 }
 
 func (w *Worker) onRequest(m *nats.Msg) {
@@ -146,7 +146,7 @@ func (w *Worker) onRequest(m *nats.Msg) {
 		_ = w.nc.Publish(m.Reply, bus.AppendFrame(nil, bus.FrameResponse, protocol.AppendErrorResponse(nil, msg.ID, e)))
 		return
 	}
-	if w.opts.MaxInFlight > 0 && len(w.inflight) >= w.opts.MaxInFlight {
+	if w.opts.MaxInFlight > 0 && w.handlers >= w.opts.MaxInFlight {
 		w.mu.Unlock()
 		cancel(nil)
 		cancelDeadline()
@@ -163,6 +163,7 @@ func (w *Worker) onRequest(m *nats.Msg) {
 		return
 	}
 	w.inflight[key] = f
+	w.handlers++
 	w.wg.Add(1)
 	w.mu.Unlock()
 
@@ -182,69 +183,6 @@ func requestMessage(hdr *bus.RequestHeader, raw []byte) (*protocol.Message, erro
 		msg.Params = raw
 	}
 	return msg, nil
-}
-
-func (w *Worker) run(ctx context.Context, cancelDeadline context.CancelFunc, f *inflight, req *mcp.Request, msg *protocol.Message) {
-	defer w.wg.Done()
-	start := w.opts.Metrics.start()
-	outcome := "ok"
-	defer func() { w.opts.Metrics.done(msg.Method, outcome, start) }()
-	defer cancelDeadline()
-	defer func() {
-		w.mu.Lock()
-		if w.inflight[f.key] == f {
-			delete(w.inflight, f.key)
-		}
-		w.mu.Unlock()
-	}()
-	var (
-		res protocol.Result
-		err error
-	)
-	if mcp.IsCatalogMethod(msg.Method) {
-		// Answered from what this worker serves (its filtered catalog).
-		res, _, err = w.servedCatalog().Answer(req, msg.Params)
-	} else {
-		res, err = w.srv.Handle(ctx, req, msg.Params)
-	}
-	cause := context.Cause(ctx)
-	if ctx.Err() != nil && !errors.Is(cause, context.DeadlineExceeded) && !errors.Is(cause, errShutdown) {
-		// Cancelled: abort already ended the stream (or does now).
-		f.abort("cancelled")
-		outcome = "cancelled"
-		return
-	}
-	var out []byte
-	if err != nil {
-		pe := protocol.AsError(err)
-		outcome = "error"
-		switch {
-		case errors.Is(cause, errShutdown):
-			pe = shuttingDownError()
-			outcome = "shutdown"
-		case ctx.Err() != nil:
-			pe = protocol.ErrRequestTimedOut()
-			outcome = "timeout"
-		}
-		out = protocol.AppendErrorResponse(nil, msg.ID, pe)
-	} else {
-		raw, merr := json.Marshal(res)
-		if merr != nil {
-			w.log.Error("worker: marshalling a result", "method", msg.Method, "err", merr)
-			out = protocol.AppendErrorResponse(nil, msg.ID, protocol.ErrInternalFailure())
-		} else {
-			out = protocol.AppendResponse(make([]byte, 0, len(raw)+48), msg.ID, raw)
-		}
-	}
-	if limit := w.nc.MaxPayload(); limit > 0 && int64(len(out)+1) > limit {
-		// The bus cannot carry it: the client gets an error now rather
-		// than a timeout when the worker seems to have died.
-		w.log.Warn("worker: a result is over the bus's payload cap", "method", msg.Method, "bytes", len(out), "max", limit)
-		out = protocol.AppendErrorResponse(nil, msg.ID, protocol.NewError(protocol.CodeInternalError,
-			"internal error: the result is %d bytes once encoded, over the %d bytes a message between processes may carry", len(out), limit))
-		outcome = "error"
-	}
-	f.publish(bus.FrameResponse, out, true)
 }
 
 func (w *Worker) onCancel(m *nats.Msg) {
@@ -342,6 +280,7 @@ func (w *Worker) onNotification(hdr *bus.RequestHeader, raw []byte) {
 	w.mu.Unlock()
 	go func() {
 		defer w.wg.Done()
+		defer w.recovered("a notification handler")
 		ctx, cancel := context.WithTimeout(context.Background(), w.opts.DefaultTimeout)
 		defer cancel()
 		w.srv.HandleNotification(ctx, req)

@@ -128,7 +128,7 @@ func (h *taskHost) Create(ctx context.Context, req *mcp.Request) (*protocol.Crea
 	h.wg.Add(1)
 	h.mu.Unlock()
 	// Subscribed before the task exists: nothing sent to it is missed.
-	sub, err := h.w.nc.Subscribe(h.w.subj.TaskControl(rec.TaskID), rt.onControl)
+	sub, err := h.w.nc.Subscribe(h.w.subj.TaskControl(rec.TaskID), h.w.guard("a task control message", rt.onControl))
 	if err != nil {
 		h.mu.Lock()
 		delete(h.running, rec.TaskID)
@@ -243,8 +243,9 @@ func (h *taskHost) Finish(ctx context.Context, taskID string, result protocol.Re
 	}
 	op := &tasks.WriteOp{Op: "finish", ID: taskID, Principal: rt.principal, Error: e}
 	if e == nil {
-		b, err := json.Marshal(result)
+		b, err := h.marshal(result)
 		if err != nil {
+			h.w.log.Warn("worker: marshalling a task's result", "task", taskID, "err", err)
 			op.Error = protocol.ErrInternalFailure()
 		} else {
 			op.Result = b
@@ -259,6 +260,18 @@ func (h *taskHost) Finish(ctx context.Context, taskID string, result protocol.Re
 	if err != nil {
 		h.w.log.Warn("worker: recording a task's outcome", "task", taskID, "err", err)
 	}
+}
+
+// marshal encodes a task's result; a panic in the result's own
+// MarshalJSON (server-author code, run on the goroutine that finishes the
+// task) is an error, not the end of the worker.
+func (h *taskHost) marshal(result protocol.Result) (b []byte, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			b, err = nil, fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return json.Marshal(result)
 }
 
 // onControl handles a frontend's message for a running task.

@@ -61,8 +61,10 @@ type Options struct {
 	// announcements to frontends. Negative is a validation error.
 	// default: 1s
 	AnnounceInterval time.Duration
-	// MaxInFlight caps the requests this worker runs at once; beyond it a
-	// request is answered at once with a "busy, retry" error. Negative
+	// MaxInFlight caps the handlers this worker runs at once; beyond it a
+	// request is answered at once with a "busy, retry" error. A handler
+	// still running after its request ended (deadline, cancellation or
+	// shutdown answered it) keeps its slot until it returns. Negative
 	// means off (no cap).
 	// default: 4096
 	MaxInFlight int
@@ -80,10 +82,11 @@ type Worker struct {
 	subj bus.Subjects
 
 	subs []*nats.Subscription
-	wg   sync.WaitGroup // running requests
+	wg   sync.WaitGroup // requests not yet answered (and notifications being handled)
 
 	mu       sync.Mutex
-	inflight map[string]*inflight // cancel key -> request
+	inflight map[string]*inflight // cancel key -> request not yet answered
+	handlers int                  // handler goroutines running, stuck ones included: what MaxInFlight caps
 	calls    map[string]*call     // server-to-client request id -> waiter
 	noResp   map[uint64]string    // no-responders reply seq -> server-to-client request id
 
@@ -178,9 +181,9 @@ func (w *Worker) Start(ctx context.Context) error {
 		subj string
 		h    nats.MsgHandler
 	}{
-		{w.subj.Cancel(), w.onCancel},
-		{w.subj.WorkerInbox(w.opts.ID), w.onAnswer},
-		{w.subj.WorkerNoRespondersAll(w.opts.ID), w.onNoResponders},
+		{w.subj.Cancel(), w.guard("a cancellation", w.onCancel)},
+		{w.subj.WorkerInbox(w.opts.ID), w.guard("a client's answer", w.onAnswer)},
+		{w.subj.WorkerNoRespondersAll(w.opts.ID), w.guard("a no-responders status", w.onNoResponders)},
 	} {
 		s, err := w.nc.Subscribe(x.subj, x.h)
 		if err != nil {

@@ -16,6 +16,7 @@ type clientWriter struct {
 	done       chan struct{}
 	quit       chan struct{}
 	overflowed atomic.Bool
+	failed     atomic.Bool // a write failed
 	once       sync.Once
 }
 
@@ -28,9 +29,15 @@ func newClientWriter(sse *SSE, buf int) *clientWriter {
 func (c *clientWriter) run() {
 	defer close(c.done)
 	l := &Loop[[]byte]{
-		Events:  c.q,
-		OnEvent: func(b []byte) bool { return c.sse.Raw(b) == nil },
-		Stop:    c.quit,
+		Events: c.q,
+		OnEvent: func(b []byte) bool {
+			if c.sse.Raw(b) != nil {
+				c.failed.Store(true)
+				return false
+			}
+			return true
+		},
+		Stop: c.quit,
 	}
 	l.Run()
 }
@@ -51,6 +58,11 @@ func (c *clientWriter) send(b []byte) bool {
 		c.once.Do(func() { close(c.quit) })
 		return false
 	}
+}
+
+// delivered reports, after stop, whether every event sent was written.
+func (c *clientWriter) delivered() bool {
+	return !c.failed.Load() && !c.overflowed.Load()
 }
 
 // stop lets the writer finish what is queued (each write bounded by the

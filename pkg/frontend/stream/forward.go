@@ -116,12 +116,17 @@ func (s *Streams) Forward(w http.ResponseWriter, r *http.Request, spec *Spec) {
 		return
 	}
 	result := ex.serve(w, r)
+	delivered := false
 	if ex.client != nil {
 		ex.client.stop() // the handler must not return while it writes
+		delivered = ex.client.delivered()
 		ex.client = nil
 	}
 	if result != stepDetach {
 		ex.finish()
+		if delivered && ex.ended && ex.sseID != "" {
+			s.endLog(ex.spec.Session.ID, ex.sseID)
+		}
 		s.closeInbox(ex.st)
 		return
 	}

@@ -165,6 +165,18 @@ func (s *Streams) logEvent(session, stream string, payload []byte) (uint64, bool
 	return idx, true
 }
 
+// endLog tells the store that a legacy POST stream whose response the
+// client got is over: its log goes after the store's grace
+// (sessionstore.Options.EndedStreamGrace), so a session's bookkeeping does
+// not grow with every stream it ever had.
+func (s *Streams) endLog(session, stream string) {
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	if err := s.opts.Events.EndStream(ctx, session, stream); err != nil {
+		s.log.Warn("frontend: ending a stream's log", "err", err)
+	}
+}
+
 // frontendAlive asks frontend fe whether it is still there; only a "no
 // responders" answer (its connection and subscriptions are gone) counts as
 // dead.

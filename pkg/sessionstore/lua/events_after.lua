@@ -4,7 +4,7 @@
 -- Reply: nil if there is no record; -1 if purged; {} if nothing is newer;
 -- else {first index, data, data, ...}.
 if redis.call('EXISTS', KEYS[1]) == 0 then return false end
-local newest = tonumber(redis.call('HGET', KEYS[3], ARGV[1]) or '0')
+local newest = math.abs(tonumber(redis.call('HGET', KEYS[3], ARGV[1]) or '0')) -- negated: ended
 local after = tonumber(ARGV[2])
 if newest == 0 and after > 0 then return -1 end
 if after >= newest then return {} end
