@@ -97,6 +97,8 @@ func runStoreSuite(t *testing.T, newStore storeFactory, clock suiteClock) {
 		{"Trimming", plain(testTrimming)},
 		{"EventsAreCopies", plain(testEventsAreCopies)},
 		{"ConcurrentAppends", plain(testConcurrentAppends)},
+		{"AppendSeq", plain(testAppendSeq)},
+		{"ConcurrentAppendSeq", plain(testConcurrentAppendSeq)},
 		// Claims.
 		{"BeginIsGet", plain(testBeginIsGet)},
 		{"BeginInFlight", plain(testBeginInFlight)},
