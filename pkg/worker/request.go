@@ -29,11 +29,16 @@ type inflight struct {
 	pending map[string]struct{} // ids of this request's open server-to-client requests
 
 	sessionLevel bool // reply is the session's GET stream subject, not a request's stream
+
+	acked *ackedSender // a legacy request's payload frames are acked (acked.go); nil otherwise
 }
 
 // publish sends a frame unless the request is done. final marks the
 // request done (first writer wins) and reports whether this call won.
 func (f *inflight) publish(kind bus.FrameKind, payload []byte, final bool) bool {
+	if f.acked != nil && ackedKind(kind) {
+		return f.publishAcked(kind, payload, final)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.done {
@@ -58,12 +63,22 @@ func (f *inflight) abort(reason string) {
 		return
 	}
 	f.done = true
+	var notes [][]byte // an acked request's, sent by abortAcked
 	for id := range f.pending {
 		n, _ := protocol.EncodeNotification(protocol.NotificationCancelled, map[string]any{"requestId": id, "reason": reason})
+		if f.acked != nil {
+			notes = append(notes, n)
+			continue
+		}
 		_ = f.w.nc.Publish(f.reply, bus.AppendFrame(nil, bus.FrameNotification, n))
 	}
-	_ = f.w.nc.Publish(f.reply, bus.AppendFrame(nil, bus.FrameEnd, nil))
+	if f.acked == nil {
+		_ = f.w.nc.Publish(f.reply, bus.AppendFrame(nil, bus.FrameEnd, nil))
+	}
 	f.mu.Unlock()
+	if f.acked != nil {
+		f.abortAcked(notes)
+	}
 	f.cancel(errors.New(reason))
 	// The request is over for the client: its id may be used again at
 	// once, even while the handler is still returning.
@@ -132,7 +147,7 @@ func (w *Worker) onRequest(m *nats.Msg) {
 	}
 	ctx, cancelDeadline := context.WithDeadline(context.Background(), deadline)
 	ctx, cancel := context.WithCancelCause(ctx)
-	f := &inflight{w: w, key: key, reply: m.Reply, cancel: cancel, pending: map[string]struct{}{}}
+	f := &inflight{w: w, key: key, reply: m.Reply, cancel: cancel, pending: map[string]struct{}{}, acked: w.newAckedSender(hdr, m.Reply, deadline)}
 	if hdr.Session != nil {
 		f.session = hdr.Session.ID
 	}
