@@ -2,7 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
-		"strconv"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"

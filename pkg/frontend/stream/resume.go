@@ -40,7 +40,9 @@ type resumer struct {
 // log. When no frontend holds the stream any more (the one named in its id
 // does not answer, or it is this one and the exchange is gone), this
 // frontend takes the stream over: it subscribes to the worker's frames for
-// the stream and logs and writes them itself.
+// the stream and logs (idempotently, by their sequence numbers), acks and
+// writes them itself. Frames the worker sent while no frontend held the
+// stream were logged by any frontend (OnAppend): the replay has them.
 func (s *Streams) resumePost(w http.ResponseWriter, r *http.Request, sess *sessionstore.Session, stream string, after uint64) {
 	// A resumed stream waits like the request it resumes: it holds the
 	// session's in-flight slots.
