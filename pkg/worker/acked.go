@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
@@ -18,7 +19,8 @@ import (
 // at once on "no responders" or bus.AckGone) it goes to Subjects.Append,
 // which every frontend serves, retried with backoff until acked or the
 // request's deadline. Heartbeats and SSE close requests stay plain
-// publishes: they matter only to a live holder.
+// publishes: they matter only to a live holder; so does a response that
+// comes first (a plain JSON answer, which has no log to resume).
 
 // errSenderOver is returned for a frame after the request's final one.
 var errSenderOver = errors.New("worker: the request's stream is over")
@@ -30,6 +32,8 @@ type ackedSender struct {
 	fallback string // Subjects.Append of the stream
 	hdr      bus.AppendHeader
 	deadline time.Time // the request's, plus an ack timeout: frames are tried until then
+
+	started atomic.Bool // a frame that may start the stream's log was sent
 
 	mu   sync.Mutex // one frame outstanding at a time
 	seq  uint64
@@ -50,11 +54,20 @@ func (w *Worker) newAckedSender(hdr *bus.RequestHeader, reply string, deadline t
 	}
 }
 
-// ackedKind reports whether frames of kind k are acked.
-func ackedKind(k bus.FrameKind) bool {
+// takes reports whether a frame of kind k goes acked: notifications and
+// server-to-client requests always (the frontend starts the stream's SSE
+// and log on the first), the response and the end only once the stream
+// may have a log (a frame went before, or the SEP-1699 close, which
+// starts SSE too). A response that comes first is a plain JSON answer,
+// never logged: it goes as a plain publish, at the old cost.
+func (a *ackedSender) takes(k bus.FrameKind) bool {
 	switch k {
-	case bus.FrameNotification, bus.FrameServerRequest, bus.FrameResponse, bus.FrameEnd:
+	case bus.FrameNotification, bus.FrameServerRequest:
 		return true
+	case bus.FrameResponse, bus.FrameEnd:
+		return a.started.Load()
+	case bus.FrameClose:
+		a.started.Store(true)
 	}
 	return false
 }
@@ -70,6 +83,7 @@ func (a *ackedSender) send(kind bus.FrameKind, payload []byte) error {
 	}
 	a.seq++
 	a.over = kind == bus.FrameResponse || kind == bus.FrameEnd
+	a.started.Store(true)
 	// A frame made at or past the deadline (its timeout error, say) still
 	// gets its tries.
 	deadline := a.deadline

@@ -56,7 +56,13 @@ func TestAckedFramesInOrder(t *testing.T) {
 			t.Fatalf("a modern frame with seq %d: %s", fr.seq, fr)
 		}
 	}
-	f.wantNoMore(t, st, mst)
+	// A response that comes first is a plain JSON answer: never logged,
+	// not acked.
+	pst := f.fe.send(t, legacy("s1"), protocol.Int64ID(2), protocol.MethodToolsCall, "steps", `{"name":"steps","arguments":{"n":0}}`)
+	if fr := pst.expect(t, bus.FrameResponse); fr.seq != 0 {
+		t.Fatalf("a first response with seq %d", fr.seq)
+	}
+	f.wantNoMore(t, st, mst, pst)
 }
 
 // appender plays the frontends' append queue: it records each append
@@ -156,19 +162,46 @@ func TestAckedFallbackCutOff(t *testing.T) {
 	f.wantNoMore(t, st)
 }
 
-// TestAckedAbort: a cancelled legacy request ends its stream with an
-// acked end frame, after the frames before it.
+// TestAckedAbort: a cancelled legacy request whose stream started ends
+// it with an acked end frame, after the frames before it; one that sent
+// nothing yet ends it with a plain one (there is no log to write).
 func TestAckedAbort(t *testing.T) {
 	s := newServer()
-	b := newBlocker(t, s, "block")
+	started := make(chan struct{}, 1)
+	addTool(t, s, "wait", func(ctx context.Context, req *mcp.Request, raw json.RawMessage) (*protocol.CallToolResult, error) {
+		var in struct{ Progress bool }
+		_ = json.Unmarshal(raw, &in)
+		if in.Progress {
+			if err := req.Progress(ctx, 1, 2, ""); err != nil {
+				return nil, err
+			}
+		}
+		started <- struct{}{}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
 	f := newFixture(t, s, nil)
-	st := f.fe.callTool(t, legacy("s1"), protocol.Int64ID(1), "block", "")
-	recv(t, b.started, "the handler start")
-	f.fe.cancel(t, bus.CancelKeyLegacy("s1", protocol.Int64ID(1)))
-	fr := st.next(t)
-	if fr.kind != bus.FrameEnd || fr.seq != 1 {
-		t.Fatalf("got %s seq %d, want the end, seq 1", fr, fr.seq)
+	var streams []*stream
+	for i, tc := range []struct {
+		progress bool
+		seqs     []uint64
+	}{{false, []uint64{0}}, {true, []uint64{1, 2}}} {
+		id := protocol.Int64ID(int64(i))
+		st := f.fe.send(t, legacy("s1"), id, protocol.MethodToolsCall, "wait",
+			fmt.Sprintf(`{"name":"wait","arguments":{"progress":%v},"_meta":{"progressToken":"p"}}`, tc.progress))
+		streams = append(streams, st)
+		recv(t, started, "the handler start")
+		f.fe.cancel(t, bus.CancelKeyLegacy("s1", id))
+		for j, seq := range tc.seqs {
+			fr := st.next(t)
+			want := bus.FrameNotification
+			if j == len(tc.seqs)-1 {
+				want = bus.FrameEnd
+			}
+			if fr.kind != want || fr.seq != seq {
+				t.Fatalf("progress %v, frame %d: %s seq %d, want %c seq %d", tc.progress, j, fr, fr.seq, want, seq)
+			}
+		}
 	}
-	b.releaseAll()
-	f.wantNoMore(t, st)
+	f.wantNoMore(t, streams...)
 }

@@ -36,7 +36,7 @@ type inflight struct {
 // publish sends a frame unless the request is done. final marks the
 // request done (first writer wins) and reports whether this call won.
 func (f *inflight) publish(kind bus.FrameKind, payload []byte, final bool) bool {
-	if f.acked != nil && ackedKind(kind) {
+	if f.acked != nil && f.acked.takes(kind) {
 		return f.publishAcked(kind, payload, final)
 	}
 	f.mu.Lock()
@@ -63,20 +63,21 @@ func (f *inflight) abort(reason string) {
 		return
 	}
 	f.done = true
+	acked := f.acked != nil && f.acked.takes(bus.FrameEnd)
 	var notes [][]byte // an acked request's, sent by abortAcked
 	for id := range f.pending {
 		n, _ := protocol.EncodeNotification(protocol.NotificationCancelled, map[string]any{"requestId": id, "reason": reason})
-		if f.acked != nil {
+		if acked {
 			notes = append(notes, n)
 			continue
 		}
 		_ = f.w.nc.Publish(f.reply, bus.AppendFrame(nil, bus.FrameNotification, n))
 	}
-	if f.acked == nil {
+	if !acked {
 		_ = f.w.nc.Publish(f.reply, bus.AppendFrame(nil, bus.FrameEnd, nil))
 	}
 	f.mu.Unlock()
-	if f.acked != nil {
+	if acked {
 		f.abortAcked(notes)
 	}
 	f.cancel(errors.New(reason))
