@@ -126,7 +126,6 @@ func New(nc *nats.Conn, srv *mcp.Server, opts *Options) (*Worker, error) {
 	if w.opts.AckTimeout == 0 {
 		w.opts.AckTimeout = time.Second
 	}
-	w.sendCtx, w.stopSends = context.WithCancel(context.Background())
 	if w.opts.ID == "" {
 		var b [6]byte
 		_, _ = rand.Read(b[:])
@@ -158,6 +157,7 @@ func New(nc *nats.Conn, srv *mcp.Server, opts *Options) (*Worker, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidOptions, err)
 	}
 	w.ann = ann
+	w.sendCtx, w.stopSends = context.WithCancel(context.Background())
 	return w, nil
 }
 
