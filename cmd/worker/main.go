@@ -1,8 +1,8 @@
 // Command worker is mcpfleet's example worker: it serves the demo tools
-// (echo, sleep, touch_resource) and, with --fixture conformance, the
-// official conformance suite's fixture, taking requests from NATS. It is
-// mcpfleet.App with the worker role as its default: `worker -h` lists
-// the flags, `worker serve` runs the all-in-one.
+// (echo, sleep, touch_resource, progress_steady) and, with --fixture
+// conformance, the official conformance suite's fixture, taking requests
+// from NATS. It is mcpfleet.App with the worker role as its default:
+// `worker -h` lists the flags, `worker serve` runs the all-in-one.
 package main
 
 import (

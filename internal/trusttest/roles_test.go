@@ -32,6 +32,20 @@ func TestRolesServeThroughShippedPermissions(t *testing.T) {
 	if !strings.Contains(string(res), "through the roles") {
 		t.Fatalf("tools/call echo: %s", res)
 	}
+	// A call with progress: the worker's frames are acked by the
+	// frontend holding the stream (NATS requests from the worker role).
+	ps := c.PostStream(testenv.Request(7, "tools/call", map[string]any{"name": "progress_steady", "arguments": map[string]any{"count": 3, "interval_ms": 10}, "_meta": map[string]any{"progressToken": 7}}), nil)
+	msgs, _, ended := ps.Rest(testenv.HangGuard(10 * time.Second))
+	if progress := len(msgs) - 1; !ended || progress != 3 || msgs[len(msgs)-1].Result == nil {
+		t.Fatalf("a call with progress through the roles: ended %v, %d messages %+v; want 3 progress and the result", ended, len(msgs), msgs)
+	}
+	// The fallback when a stream's holder is gone: the worker role may
+	// send a frame to the append subject, and a frontend answers it (a
+	// malformed one is acked and dropped).
+	wr := mustDial(t, n.URL, "worker", n.WorkerPW, subj.InboxPrefix("w"))
+	if _, err := wr.Request(subj.Append("gone-frontend", "s1"), []byte("not an append envelope"), testenv.HangGuard(5*time.Second)); err != nil {
+		t.Fatalf("the worker role's append request: %v", err)
+	}
 	g := c.OpenGet(nil)
 	defer g.Close()
 	const uri = "test://watched"

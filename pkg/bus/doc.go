@@ -9,7 +9,11 @@
 //     the NATS reply subject set to the frontend stream that waits for it;
 //   - stream frames ([Frame]: one kind byte + a JSON-RPC message) published
 //     by the worker to that reply subject: notifications, server-to-client
-//     requests, heartbeats and finally the response.
+//     requests, heartbeats and finally the response; those of a legacy
+//     request (but heartbeats) as NATS requests, acked, each with its
+//     sequence number ([SeqHeader]), and, when the stream's frontend does
+//     not ack one, in an append envelope ([EncodeAppend]) to
+//     Subjects.Append, which every frontend serves (append.go).
 //
 // NATS preserves the order of messages from one publisher to one
 // subscriber, so the frames of one request arrive in the order the worker

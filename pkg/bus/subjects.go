@@ -99,8 +99,9 @@ func (s Subjects) SessionControl(id string) string { return s.p() + ".sessctl." 
 
 // Live is the subject on which the frontend holding a detached legacy
 // stream (its client went away, or the server closed the connection)
-// publishes the stream's new events, so a client resuming the stream on
-// another frontend gets them live after replaying the log.
+// publishes the stream's new events, and so does any frontend that logs
+// one on its behalf (Append), so a client resuming the stream on another
+// frontend gets them live after replaying the log.
 func (s Subjects) Live(session, stream string) string {
 	return s.p() + ".live." + Token(session) + "." + Token(stream)
 }

@@ -45,13 +45,14 @@ type Frontend struct {
 	hostCheck *origin.List
 	metrics   *Metrics
 
-	sub     *nats.Subscription // the worker's frames for this frontend's streams
-	streams *stream.Streams    // exchanges, GET and resumed streams
-	ctlSub  *nats.Subscription
-	taskAPI *taskhttp.Handler // the task methods and the workers' task writes
-	limits  *limits.Limiter
-	reg     *listen.Registry
-	fleet   *fleet.View // worker pools: membership, routing, catalog answers
+	sub       *nats.Subscription // the worker's frames for this frontend's streams
+	streams   *stream.Streams    // exchanges, GET and resumed streams
+	ctlSub    *nats.Subscription
+	appendSub *nats.Subscription // the appends this frontend logs for any other (stream.Streams.OnAppend)
+	taskAPI   *taskhttp.Handler  // the task methods and the workers' task writes
+	limits    *limits.Limiter
+	reg       *listen.Registry
+	fleet     *fleet.View // worker pools: membership, routing, catalog answers
 
 	mu      sync.Mutex
 	closing bool
@@ -153,7 +154,7 @@ func (f *Frontend) Start(ctx context.Context) (err error) {
 			f.fleet.Close()
 			f.reg.Shutdown()
 			f.taskAPI.Close()
-			for _, s := range []*nats.Subscription{f.sub, f.ctlSub} {
+			for _, s := range []*nats.Subscription{f.sub, f.ctlSub, f.appendSub} {
 				if s != nil {
 					_ = s.Unsubscribe()
 				}
@@ -166,6 +167,9 @@ func (f *Frontend) Start(ctx context.Context) (err error) {
 	_ = f.sub.SetPendingLimits(-1, 256<<20)
 	if f.ctlSub, err = f.nc.Subscribe(f.subj.FrontendControl(f.id), func(m *nats.Msg) { _ = m.Respond([]byte("ok")) }); err != nil {
 		return fmt.Errorf("frontend: subscribing to its control subject: %w", err)
+	}
+	if f.appendSub, err = f.streams.SubscribeAppends(); err != nil {
+		return fmt.Errorf("frontend: subscribing to appends: %w", err)
 	}
 	if err = f.taskAPI.Start(ctx); err != nil {
 		return fmt.Errorf("frontend: subscribing to task writes: %w", err)
@@ -210,6 +214,9 @@ func (f *Frontend) Shutdown(ctx context.Context) error {
 	if f.sub != nil {
 		_ = f.sub.Unsubscribe()
 		_ = f.ctlSub.Unsubscribe()
+	}
+	if f.appendSub != nil {
+		_ = f.appendSub.Unsubscribe()
 	}
 	return err
 }

@@ -20,6 +20,8 @@ type memLog struct {
 	seq   uint64
 	// endBy is when an ended stream's log goes (zero while it is live).
 	endBy time.Time
+	// lastSeq is the highest sequence number appended by AppendEventSeq.
+	lastSeq uint64
 }
 
 // gone reports whether l is an ended log past its grace.
@@ -57,39 +59,45 @@ func (m *Memory) AppendEvent(ctx context.Context, id, stream string, data []byte
 			l = &memLog{}
 			s.logs[stream] = l
 		}
-		l.endBy = time.Time{} // an append reopens an ended stream
-		l.newest++
-		ev.Index = l.newest
-		l.events = append(l.events, ev)
-		l.bytes += len(ev.Data)
-		s.logBytes += len(ev.Data)
-		s.logSeq++
-		l.seq = s.logSeq
-		drop := len(l.events) - m.maxEvents
-		for s.logBytes-eventBytes(l.events[:max(drop, 0)]) > maxSessionLogBytes && len(s.logs) > 1 {
-			s.dropOldestLog(l)
-		}
-		for drop < len(l.events)-1 && s.logBytes-eventBytes(l.events[:max(drop, 0)]) > maxSessionLogBytes {
-			drop++
-		}
-		if drop > 0 {
-			// Reslicing keeps the append amortised O(1); clearing the
-			// dropped slots lets their data be collected before the
-			// backing array is reallocated.
-			n := eventBytes(l.events[:drop])
-			l.bytes -= n
-			s.logBytes -= n
-			clear(l.events[:drop])
-			l.events = l.events[drop:]
-		}
-		for m.maxLogs > 0 && len(s.logs) > m.maxLogs {
-			s.dropOldestLog(l)
-		}
+		m.appendTo(s, l, &ev)
 	})
 	if err != nil {
 		return 0, err
 	}
 	return ev.Index, nil
+}
+
+// appendTo appends ev to the session's log l, giving it its index, and
+// applies the session's bounds. The caller holds the store's lock.
+func (m *Memory) appendTo(s *memSession, l *memLog, ev *Event) {
+	l.endBy = time.Time{} // an append reopens an ended stream
+	l.newest++
+	ev.Index = l.newest
+	l.events = append(l.events, *ev)
+	l.bytes += len(ev.Data)
+	s.logBytes += len(ev.Data)
+	s.logSeq++
+	l.seq = s.logSeq
+	drop := len(l.events) - m.maxEvents
+	for s.logBytes-eventBytes(l.events[:max(drop, 0)]) > maxSessionLogBytes && len(s.logs) > 1 {
+		s.dropOldestLog(l)
+	}
+	for drop < len(l.events)-1 && s.logBytes-eventBytes(l.events[:max(drop, 0)]) > maxSessionLogBytes {
+		drop++
+	}
+	if drop > 0 {
+		// Reslicing keeps the append amortised O(1); clearing the
+		// dropped slots lets their data be collected before the
+		// backing array is reallocated.
+		n := eventBytes(l.events[:drop])
+		l.bytes -= n
+		s.logBytes -= n
+		clear(l.events[:drop])
+		l.events = l.events[drop:]
+	}
+	for m.maxLogs > 0 && len(s.logs) > m.maxLogs {
+		s.dropOldestLog(l)
+	}
 }
 
 // EventsAfter implements [Store.EventsAfter].

@@ -194,6 +194,17 @@ type EventLog interface {
 	// the session. ErrNotFound if the session is not live: a log is never
 	// created for a dead session.
 	AppendEvent(ctx context.Context, id, stream string, data []byte) (uint64, error)
+	// AppendEventSeq is AppendEvent for a stream's acked messages, each
+	// with its sender's sequence number seq (at least 1, increasing by
+	// one per message): it appends only when the stream's log already
+	// exists (something was appended to it; its events may have been
+	// trimmed since) and seq is greater than the last seq appended to it,
+	// all in one atomic step. appended reports whether it did; when it did
+	// not (a duplicate, or a stream never started), index is 0 and err
+	// nil. Several senders delivering the same message (the frontend
+	// holding the stream and any other on its behalf) so log it once.
+	// ErrNotFound if the session is not live.
+	AppendEventSeq(ctx context.Context, id, stream string, seq uint64, data []byte) (index uint64, appended bool, err error)
 	// EventsAfter returns every event of (session, stream) with an index
 	// greater than after, in order, never a partial result. It does not
 	// extend the TTL. Precisely, with newest the index of the stream's last

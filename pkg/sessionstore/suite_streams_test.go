@@ -3,6 +3,7 @@ package sessionstore
 import (
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -25,11 +26,17 @@ func streamCount(t *testing.T, st Store, id string) int {
 		return 0
 	case *Redis:
 		keys, _ := s.keys(id)
-		n, err := s.client.HLen(t.Context(), keys[2]).Result()
+		fields, err := s.client.HKeys(t.Context(), keys[2]).Result()
 		if err != nil {
-			t.Fatalf("HLEN streams: %v", err)
+			t.Fatalf("HKEYS streams: %v", err)
 		}
-		return int(n)
+		n := 0
+		for _, f := range fields {
+			if !strings.Contains(f, "#") { // not an AppendEventSeq '<stream>#seq'
+				n++
+			}
+		}
+		return n
 	}
 	t.Fatalf("streamCount: unknown store %T", st)
 	return 0
@@ -154,4 +161,72 @@ func testEndStreamAtOnce(t *testing.T, newStore storeFactory) {
 	if n := streamCount(t, st, s.ID); n != 0 {
 		t.Fatalf("%d streams kept after the only one ended, want 0", n)
 	}
+}
+
+// seqOrphans counts the '<stream>#seq' fields of a Redis store whose
+// stream is gone (a Memory store keeps the seq in the log itself: 0).
+func seqOrphans(t *testing.T, st Store, id string) int {
+	t.Helper()
+	r, ok := st.(*Redis)
+	if !ok {
+		return 0
+	}
+	keys, _ := r.keys(id)
+	all, err := r.client.HGetAll(t.Context(), keys[2]).Result()
+	if err != nil {
+		t.Fatalf("HGETALL streams: %v", err)
+	}
+	n := 0
+	for f := range all {
+		if base, ok := strings.CutSuffix(f, "#seq"); ok {
+			if _, live := all[base]; !live {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// The seq of AppendEventSeq lives and goes with its stream: evicted past
+// MaxStreamsPerSession, deleted by EndStream, and an ended stream still in
+// its grace is reopened by a numbered append.
+func testAppendSeqStreams(t *testing.T, newStore storeFactory) {
+	st := newStore(t, Options{TTL: time.Hour, MaxStreamsPerSession: 2, EndedStreamGrace: -1})
+	s := &Session{ID: NewID()}
+	mustCreate(t, st, s)
+	for _, name := range []string{"a", "b", "c"} {
+		mustAppend(t, st, s.ID, name, "start")
+		if _, ok := mustAppendSeq(t, st, s.ID, name, 1, `{}`); !ok {
+			t.Fatalf("seq 1 on %s not appended", name)
+		}
+		clockTick(t, time.Now()) // Redis evicts by log expiry, to the millisecond
+	}
+	if n := streamCount(t, st, s.ID); n != 2 {
+		t.Fatalf("%d streams with a cap of 2", n)
+	}
+	if n := seqOrphans(t, st, s.ID); n != 0 {
+		t.Fatalf("%d seq fields outlived their evicted stream", n)
+	}
+	if err := st.EndStream(t.Context(), s.ID, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := mustAppendSeq(t, st, s.ID, "c", 2, `{}`); ok {
+		t.Fatal("a numbered append recreated a stream ended at once")
+	}
+	if n := seqOrphans(t, st, s.ID); n != 0 {
+		t.Fatalf("%d seq fields outlived their ended stream", n)
+	}
+
+	graced := newStore(t, Options{TTL: time.Hour, EndedStreamGrace: time.Hour})
+	g := &Session{ID: NewID()}
+	mustCreate(t, graced, g)
+	mustAppend(t, graced, g.ID, "p", "start")
+	mustAppendSeq(t, graced, g.ID, "p", 1, `{"n":1}`)
+	if err := graced.EndStream(t.Context(), g.ID, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if idx, ok := mustAppendSeq(t, graced, g.ID, "p", 2, `{"n":2}`); !ok || idx != 3 {
+		t.Fatalf("a numbered append to an ended stream in its grace: (%d, %v), want (3, true)", idx, ok)
+	}
+	wantEvents(t, graced, g.ID, "p", 0, 3)
 }

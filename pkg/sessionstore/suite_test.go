@@ -100,6 +100,9 @@ func runStoreSuite(t *testing.T, newStore storeFactory, clock suiteClock) {
 		{"StreamsBounded", plain(testStreamsBounded)},
 		{"EndStream", timed(testEndStream)},
 		{"EndStreamAtOnce", plain(testEndStreamAtOnce)},
+		{"AppendSeq", plain(testAppendSeq)},
+		{"ConcurrentAppendSeq", plain(testConcurrentAppendSeq)},
+		{"AppendSeqStreams", plain(testAppendSeqStreams)},
 		// Claims.
 		{"BeginIsGet", plain(testBeginIsGet)},
 		{"BeginInFlight", plain(testBeginInFlight)},

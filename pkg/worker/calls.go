@@ -63,10 +63,13 @@ func (w *Worker) call(ctx context.Context, f *inflight, method string, params an
 			w.mu.Unlock()
 		}()
 		err = w.nc.PublishMsg(&nats.Msg{Subject: f.reply, Reply: w.subj.WorkerNoResponders(w.opts.ID, seq), Data: frame})
-	} else {
+	} else if f.acked == nil {
 		err = w.nc.Publish(f.reply, frame)
 	}
 	f.mu.Unlock()
+	if f.acked != nil && !f.sessionLevel {
+		err = f.acked.send(bus.FrameServerRequest, frame[1:])
+	}
 	defer func() {
 		f.mu.Lock()
 		delete(f.pending, key)

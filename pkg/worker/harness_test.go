@@ -80,6 +80,11 @@ func newFixture(tb testing.TB, srv *mcp.Server, opts *worker.Options) *fixture {
 		o.HeartbeatInterval = -1
 	}
 	o.Subjects = f.subj
+	if o.AckTimeout == 0 {
+		// The fake frontend acks every frame, late on a loaded machine:
+		// only the tests of the fallback (acked_test.go) take it.
+		o.AckTimeout = wait
+	}
 	if o.Logger == nil {
 		o.Logger = discard
 	}
@@ -150,6 +155,7 @@ type frame struct {
 	kind    bus.FrameKind
 	payload []byte
 	raw     []byte
+	seq     uint64 // an acked frame's sequence number (0: a plain frame)
 }
 
 func (f frame) String() string {
@@ -177,6 +183,9 @@ type frontend struct {
 	mu      sync.Mutex
 	streams map[string]*stream
 	seq     int
+
+	// noAck, when set, leaves acked frames unacked (a frontend cut off).
+	noAck atomic.Bool
 }
 
 type stream struct {
@@ -212,8 +221,12 @@ func (fe *frontend) onFrame(m *nats.Msg) {
 		status = m.Header.Get("Status")
 	}
 	k, p := bus.ParseFrame(m.Data, status)
+	seq := bus.FrameSeq(m)
+	if seq > 0 && m.Reply != "" && !fe.noAck.Load() {
+		_ = m.Respond(nil) // as a frontend does once it logged the frame
+	}
 	select {
-	case st.ch <- frame{kind: k, payload: p, raw: m.Data}:
+	case st.ch <- frame{kind: k, payload: p, raw: m.Data, seq: seq}:
 	default:
 		fe.tb.Errorf("stream %s: frame buffer full, dropping %q", st.id, m.Data)
 	}

@@ -15,6 +15,7 @@ func TestInvalidOptions(t *testing.T) {
 		"negative DefaultTimeout":   {DefaultTimeout: -time.Second},
 		"negative CallTimeout":      {CallTimeout: -time.Second},
 		"negative AnnounceInterval": {AnnounceInterval: -time.Second},
+		"negative AckTimeout":       {AckTimeout: -time.Second},
 	} {
 		if _, err := worker.New(nc, newServer(), &o); !errors.Is(err, worker.ErrInvalidOptions) {
 			t.Errorf("New with %s: %v", name, err)

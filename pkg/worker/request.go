@@ -32,11 +32,16 @@ type inflight struct {
 
 	returned bool // the handler returned
 	stuck    bool // the request ended before its handler returned
+
+	acked *ackedSender // a legacy request's payload frames are acked (acked.go); nil otherwise
 }
 
 // publish sends a frame unless the request is done. final marks the
 // request done (first writer wins) and reports whether this call won.
 func (f *inflight) publish(kind bus.FrameKind, payload []byte, final bool) bool {
+	if f.acked != nil && f.acked.takes(kind) {
+		return f.publishAcked(kind, payload, final)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.done {
@@ -61,12 +66,23 @@ func (f *inflight) abort(reason string) {
 		return
 	}
 	f.done = true
+	acked := f.acked != nil && f.acked.takes(bus.FrameEnd)
+	var notes [][]byte // an acked request's, sent by abortAcked
 	for id := range f.pending {
 		n, _ := protocol.EncodeNotification(protocol.NotificationCancelled, map[string]any{"requestId": id, "reason": reason})
+		if acked {
+			notes = append(notes, n)
+			continue
+		}
 		_ = f.w.nc.Publish(f.reply, bus.AppendFrame(nil, bus.FrameNotification, n))
 	}
-	_ = f.w.nc.Publish(f.reply, bus.AppendFrame(nil, bus.FrameEnd, nil))
+	if !acked {
+		_ = f.w.nc.Publish(f.reply, bus.AppendFrame(nil, bus.FrameEnd, nil))
+	}
 	f.mu.Unlock()
+	if acked {
+		f.abortAcked(notes)
+	}
 	// The request is over for the client: its id may be used again at
 	// once, even while the handler is still returning (its goroutine stays
 	// counted against MaxInFlight until it does). Cancelling the context
@@ -132,7 +148,7 @@ func (w *Worker) onRequest(m *nats.Msg) {
 	}
 	ctx, cancelDeadline := context.WithDeadline(context.Background(), deadline)
 	ctx, cancel := context.WithCancelCause(ctx)
-	f := &inflight{w: w, key: key, reply: m.Reply, cancel: cancel, pending: map[string]struct{}{}}
+	f := &inflight{w: w, key: key, reply: m.Reply, cancel: cancel, pending: map[string]struct{}{}, acked: w.newAckedSender(hdr, m.Reply, deadline)}
 	if hdr.Session != nil {
 		f.session = hdr.Session.ID
 	}

@@ -68,6 +68,12 @@ type Options struct {
 	// means off (no cap).
 	// default: 4096
 	MaxInFlight int
+	// AckTimeout is how long the frontend holding a legacy request's
+	// stream has to ack each of its frames before the worker sends the
+	// frame through any frontend instead (acked.go). Negative is a
+	// validation error.
+	// default: 1s
+	AckTimeout time.Duration
 }
 
 // ErrInvalidOptions wraps the validation errors of New.
@@ -102,6 +108,9 @@ type Worker struct {
 
 	seq   atomic.Uint64
 	tasks *taskHost
+
+	sendCtx   context.Context // acked frames are sent until it ends (end of Shutdown)
+	stopSends context.CancelFunc
 }
 
 // New returns a worker serving srv over nc. Call Start to subscribe.
@@ -114,8 +123,11 @@ func New(nc *nats.Conn, srv *mcp.Server, opts *Options) (*Worker, error) {
 	if opts != nil {
 		w.opts = *opts
 	}
-	if w.opts.DefaultTimeout < 0 || w.opts.CallTimeout < 0 || w.opts.AnnounceInterval < 0 {
-		return nil, fmt.Errorf("%w: negative DefaultTimeout, CallTimeout or AnnounceInterval", ErrInvalidOptions)
+	if w.opts.DefaultTimeout < 0 || w.opts.CallTimeout < 0 || w.opts.AnnounceInterval < 0 || w.opts.AckTimeout < 0 {
+		return nil, fmt.Errorf("%w: negative DefaultTimeout, CallTimeout, AnnounceInterval or AckTimeout", ErrInvalidOptions)
+	}
+	if w.opts.AckTimeout == 0 {
+		w.opts.AckTimeout = time.Second
 	}
 	if w.opts.ID == "" {
 		var b [6]byte
@@ -148,6 +160,7 @@ func New(nc *nats.Conn, srv *mcp.Server, opts *Options) (*Worker, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidOptions, err)
 	}
 	w.ann = ann
+	w.sendCtx, w.stopSends = context.WithCancel(context.Background())
 	return w, nil
 }
 
@@ -278,6 +291,7 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 	for _, s := range w.subs {
 		_ = s.Unsubscribe()
 	}
+	w.stopSends() // frames still unacked now are given up
 	w.srv.SetEvents(nil)
 	return err
 }

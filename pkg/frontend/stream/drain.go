@@ -10,7 +10,9 @@ import (
 func (ex *exchange) drain() {
 	opts := &ex.s.opts
 	for _, fr := range ex.rest {
-		if ex.drainFrame(fr) {
+		over := ex.drainFrame(fr)
+		ex.s.ack(fr)
+		if over {
 			return
 		}
 	}
@@ -25,7 +27,9 @@ func (ex *exchange) drain() {
 		ex.frames, overflowed = ex.st.take(ex.frames)
 		l.Alive()
 		for _, fr := range ex.frames {
-			if ex.drainFrame(fr) {
+			over := ex.drainFrame(fr)
+			ex.s.ack(fr)
+			if over {
 				return false
 			}
 		}
@@ -51,7 +55,7 @@ func (ex *exchange) drain() {
 func (ex *exchange) drainFrame(fr frame) bool {
 	switch fr.kind {
 	case bus.FrameNotification:
-		ex.emit(fr.payload)
+		ex.emitSeq(fr.payload, fr.seq)
 	case bus.FrameServerRequest:
 		if ex.sseID == "" {
 			// Nobody can ever see it: answer it for the client so
@@ -59,14 +63,14 @@ func (ex *exchange) drainFrame(fr frame) bool {
 			ex.refuseServerRequest(fr.payload)
 			return false
 		}
-		ex.emit(fr.payload)
+		ex.emitSeq(fr.payload, fr.seq)
 	case bus.FrameResponse:
 		if e := ex.spec.Effect; e != nil {
 			if err := e(fr.payload); err != nil {
 				ex.s.log.Error("frontend: completing a detached response", "method", ex.spec.Msg.Method, "err", err)
 			}
 		}
-		ex.emit(fr.payload)
+		ex.emitSeq(fr.payload, fr.seq)
 		ex.ended = true
 		return true
 	case bus.FrameEnd:

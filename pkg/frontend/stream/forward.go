@@ -79,6 +79,7 @@ type exchange struct {
 	frames     []frame // reused by take
 	rest       []frame // frames after the one that detached the exchange, for drain
 	ended      bool    // the final response (or an end marker) was logged
+	last       uint64  // the index of the last logged event the client was given (or the exchange logged, detached)
 	closeGauge func()  // the open-streams gauge of this exchange's SSE stream
 }
 
@@ -269,7 +270,9 @@ func (ex *exchange) onFrames(w http.ResponseWriter, l *Loop[struct{}]) step {
 		}
 	}()
 	for i, fr := range ex.frames {
-		if s := ex.frame(w, fr); s != stepContinue {
+		s := ex.frame(w, fr)
+		ex.s.ack(fr)
+		if s != stepContinue {
 			if s == stepDetach {
 				// What came with the frame that detached (a
 				// server-to-client request right after a close,

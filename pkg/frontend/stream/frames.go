@@ -30,13 +30,13 @@ func (ex *exchange) frame(w http.ResponseWriter, fr frame) step {
 		httpx.SetOutcome(w, "no_worker")
 		return stepDone
 	case bus.FrameResponse:
-		return ex.response(w, fr.payload)
+		return ex.response(w, fr.payload, fr.seq)
 	case bus.FrameNotification, bus.FrameServerRequest:
 		if ex.spec.NoSSE {
 			return stepContinue
 		}
 		ex.startSSE(w)
-		if !ex.emit(fr.payload) {
+		if !ex.emitSeq(fr.payload, fr.seq) {
 			return ex.clientGone()
 		}
 	case bus.FrameEnd:
@@ -59,7 +59,7 @@ func (ex *exchange) frame(w http.ResponseWriter, fr frame) step {
 
 // response handles the final response while attached: its effect, then
 // the answer as an SSE event or plain JSON.
-func (ex *exchange) response(w http.ResponseWriter, payload []byte) step {
+func (ex *exchange) response(w http.ResponseWriter, payload []byte, seq uint64) step {
 	if e := ex.spec.Effect; e != nil {
 		if err := e(payload); err != nil {
 			if ex.client == nil && ex.s.opts.EffectError != nil && ex.s.opts.EffectError(w, ex.spec.Msg.ID, err) {
@@ -80,7 +80,7 @@ func (ex *exchange) response(w http.ResponseWriter, payload []byte) step {
 		httpx.SetOutcome(w, "ok")
 	}
 	if ex.client != nil {
-		ex.emit(payload)
+		ex.emitSeq(payload, seq)
 		ex.ended = true
 		return stepDone
 	}
@@ -130,6 +130,7 @@ func (ex *exchange) startSSE(w http.ResponseWriter) {
 		start := append([]byte(markStart), ex.spec.Msg.ID.AppendJSON(nil)...)
 		if idx, ok := s.logEvent(ex.spec.Session.ID, ex.sseID, start); ok {
 			_ = sse.Priming(FormatEventID(ex.sseID, idx), s.opts.SSERetry)
+			ex.last = idx
 		} else {
 			ex.sseID = "" // without a log the stream cannot be resumed
 		}
@@ -141,10 +142,14 @@ func (ex *exchange) startSSE(w http.ResponseWriter) {
 // the stream's live subject, then queues it for the attached client. It
 // reports false when the client cannot take it (gone or too slow).
 func (ex *exchange) emit(payload []byte) bool {
-	id := ""
 	if idx, ok := ex.logAndPublish(payload); ok {
-		id = FormatEventID(ex.sseID, idx)
+		return ex.deliver(idx, payload)
 	}
+	return ex.send("", payload)
+}
+
+// send queues an event for the attached client, if any.
+func (ex *exchange) send(id string, payload []byte) bool {
 	if ex.client == nil {
 		return true
 	}

@@ -40,7 +40,9 @@ type resumer struct {
 // log. When no frontend holds the stream any more (the one named in its id
 // does not answer, or it is this one and the exchange is gone), this
 // frontend takes the stream over: it subscribes to the worker's frames for
-// the stream and logs and writes them itself.
+// the stream and logs (idempotently, by their sequence numbers), acks and
+// writes them itself. Frames the worker sent while no frontend held the
+// stream were logged by any frontend (OnAppend): the replay has them.
 func (s *Streams) resumePost(w http.ResponseWriter, r *http.Request, sess *sessionstore.Session, stream string, after uint64) {
 	// A resumed stream waits like the request it resumes: it holds the
 	// session's in-flight slots.
@@ -196,8 +198,8 @@ func (rs *resumer) onMsg(m *nats.Msg) bool {
 	return true
 }
 
-// onFrame handles a frame of the worker in a takeover: logged, then
-// written.
+// onFrame handles a frame of the worker in a takeover: logged, acked
+// (an acked frame), then written.
 func (rs *resumer) onFrame(m *nats.Msg) bool {
 	status := ""
 	if m.Header != nil {
@@ -208,10 +210,16 @@ func (rs *resumer) onFrame(m *nats.Msg) bool {
 	switch kind {
 	case bus.FrameNotification, bus.FrameServerRequest, bus.FrameResponse:
 	case bus.FrameEnd:
-		rs.s.logEvent(rs.session, rs.stream, []byte(markEnd))
-		return false
+		payload = []byte(markEnd)
 	default:
 		return true
+	}
+	if seq := bus.FrameSeq(m); seq > 0 && m.Reply != "" {
+		return rs.onAckedFrame(m, seq, payload)
+	}
+	if kind == bus.FrameEnd {
+		rs.s.logEvent(rs.session, rs.stream, payload)
+		return false
 	}
 	idx, ok := rs.s.logEvent(rs.session, rs.stream, payload)
 	id := ""
@@ -219,6 +227,25 @@ func (rs *resumer) onFrame(m *nats.Msg) bool {
 		id, rs.last = FormatEventID(rs.stream, idx), idx
 	}
 	return rs.sse.Event(id, payload) == nil && kind != bus.FrameResponse
+}
+
+// onAckedFrame logs an acked frame unless it is logged already, acks it,
+// then writes what the log has after the last event written (the frame,
+// and anything another frontend logged before it).
+func (rs *resumer) onAckedFrame(m *nats.Msg, seq uint64, data []byte) bool {
+	idx, appended, err := rs.s.logEventSeq(rs.session, rs.stream, seq, data)
+	if err != nil {
+		return true // not acked: the worker sends it through another frontend
+	}
+	if appended {
+		_ = rs.s.nc.Publish(rs.s.subj.Live(rs.session, rs.stream), bus.AppendLiveEvent(nil, idx, data))
+	}
+	_ = m.Respond(nil)
+	if appended && idx == rs.last+1 {
+		over, err := rs.replay([]sessionstore.Event{{Index: idx, Data: data}})
+		return !over && err == nil
+	}
+	return !rs.refill()
 }
 
 // probe takes the stream over when the frontend holding it is gone.

@@ -13,6 +13,10 @@ import (
 type frame struct {
 	kind    bus.FrameKind
 	payload []byte
+	// seq is an acked frame's sequence number (0: not acked), reply where
+	// its ack goes once the frame is logged.
+	seq   uint64
+	reply string
 }
 
 // inbox is an open exchange waiting for frames from the bus. The frame
@@ -97,7 +101,13 @@ func (s *Streams) OnFrame(m *nats.Msg) {
 	s.mu.Lock()
 	in := s.open[id]
 	s.mu.Unlock()
+	seq := bus.FrameSeq(m)
 	if in == nil {
+		if seq > 0 && m.Reply != "" {
+			// Not held here (any more): the worker sends it through
+			// any frontend at once.
+			_ = m.Respond([]byte(bus.AckGone))
+		}
 		return
 	}
 	status := ""
@@ -108,5 +118,16 @@ func (s *Streams) OnFrame(m *nats.Msg) {
 	if kind == bus.FrameInvalid {
 		return
 	}
-	in.push(frame{kind: kind, payload: payload})
+	fr := frame{kind: kind, payload: payload}
+	if seq > 0 {
+		fr.seq, fr.reply = seq, m.Reply
+	}
+	in.push(fr)
+}
+
+// ack acks an acked frame, once it is logged (or needs no log).
+func (s *Streams) ack(fr frame) {
+	if fr.reply != "" {
+		_ = s.nc.Publish(fr.reply, nil)
+	}
 }

@@ -25,10 +25,12 @@ if idx == 1 then
   local live = {}
   for i = 1, #all, 2 do
     local name, v = all[i], tonumber(all[i + 1])
-    if name ~= ARGV[3] then
+    -- '<stream>#seq' fields (AppendEventSeq's) are not streams: they go
+    -- with their stream.
+    if name ~= ARGV[3] and not string.find(name, '#', 1, true) then
       local pttl = redis.call('PTTL', ARGV[7] .. name)
       if v < 0 and pttl == -2 then
-        redis.call('HDEL', KEYS[3], name)
+        redis.call('HDEL', KEYS[3], name, name .. '#seq')
       else
         live[#live + 1] = {name, pttl}
       end
@@ -38,7 +40,7 @@ if idx == 1 then
   if max > 0 and #live + 1 > max then
     table.sort(live, function(a, b) return a[2] < b[2] end)
     for i = 1, #live + 1 - max do
-      redis.call('HDEL', KEYS[3], live[i][1])
+      redis.call('HDEL', KEYS[3], live[i][1], live[i][1] .. '#seq')
       redis.call('DEL', ARGV[7] .. live[i][1])
     end
   end

@@ -11,7 +11,7 @@ local v = tonumber(redis.call('HGET', KEYS[3], ARGV[1]) or '0')
 if v == 0 then return 1 end
 local grace = tonumber(ARGV[2])
 if grace <= 0 then
-  redis.call('HDEL', KEYS[3], ARGV[1])
+  redis.call('HDEL', KEYS[3], ARGV[1], ARGV[1] .. '#seq')
   redis.call('DEL', KEYS[4])
   return 1
 end
