@@ -70,7 +70,11 @@ func (w *Worker) call(ctx context.Context, f *inflight, method string, params an
 	if f.acked != nil && !f.sessionLevel {
 		err = f.acked.send(bus.FrameServerRequest, frame[1:])
 	}
+	leftToEnd := false // the request's end cancels key (see ctx.Done below)
 	defer func() {
+		if leftToEnd {
+			return
+		}
 		f.mu.Lock()
 		delete(f.pending, key)
 		f.mu.Unlock()
@@ -88,10 +92,16 @@ func (w *Worker) call(ctx context.Context, f *inflight, method string, params an
 		}
 		return m.Result, nil
 	case <-ctx.Done():
-		// Tell the client to stop waiting (a no-op when a client cancel
-		// already ended the stream: abort sent it then).
-		n, _ := protocol.EncodeNotification(protocol.NotificationCancelled, map[string]any{"requestId": key, "reason": "request ended"})
-		f.publish(bus.FrameNotification, n, false)
+		// Tell the client to stop waiting.
+		// When the request itself ended, its end (expire or abort)
+		// cancels the open requests before its final answer; a handler's
+		// own shorter context is the call's to report.
+		if f.ctx != nil && f.ctx.Err() != nil {
+			leftToEnd = true
+		} else if f.takePending(key) {
+			n, _ := protocol.EncodeNotification(protocol.NotificationCancelled, map[string]any{"requestId": key, "reason": "request ended"})
+			f.publish(bus.FrameNotification, n, false)
+		}
 		return nil, context.Cause(ctx)
 	case <-timer.C:
 		// Tell the client to stop waiting on its side too.
@@ -150,5 +160,33 @@ func (w *Worker) onNoResponders(m *nats.Msg) {
 	select {
 	case c.answer <- &protocol.Message{ID: protocol.StringID(key), Error: e}:
 	default:
+	}
+}
+
+// takePending removes key from the request's open server-to-client
+// requests and reports whether it was there: whoever takes it sends its
+// notifications/cancelled, once.
+func (f *inflight) takePending(key string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.pending[key]
+	delete(f.pending, key)
+	return ok
+}
+
+// cancelPending sends notifications/cancelled for every open
+// server-to-client request of the request (before its final answer), and
+// forgets them.
+func (f *inflight) cancelPending(reason string) {
+	f.mu.Lock()
+	keys := make([]string, 0, len(f.pending))
+	for k := range f.pending {
+		keys = append(keys, k)
+	}
+	clear(f.pending)
+	f.mu.Unlock()
+	for _, k := range keys {
+		n, _ := protocol.EncodeNotification(protocol.NotificationCancelled, map[string]any{"requestId": k, "reason": reason})
+		f.publish(bus.FrameNotification, n, false)
 	}
 }

@@ -22,7 +22,10 @@ type inflight struct {
 	key     string
 	reply   string
 	session string
-	cancel  context.CancelCauseFunc
+	// ctx is the request's context (nil for a session's outbound): when it
+	// ends, expire or abort cancels the open server-to-client requests.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 
 	mu      sync.Mutex
 	done    bool
@@ -148,7 +151,7 @@ func (w *Worker) onRequest(m *nats.Msg) {
 	}
 	ctx, cancelDeadline := context.WithDeadline(context.Background(), deadline)
 	ctx, cancel := context.WithCancelCause(ctx)
-	f := &inflight{w: w, key: key, reply: m.Reply, cancel: cancel, pending: map[string]struct{}{}, acked: w.newAckedSender(hdr, m.Reply, deadline)}
+	f := &inflight{w: w, key: key, reply: m.Reply, ctx: ctx, cancel: cancel, pending: map[string]struct{}{}, acked: w.newAckedSender(hdr, m.Reply, deadline)}
 	if hdr.Session != nil {
 		f.session = hdr.Session.ID
 	}

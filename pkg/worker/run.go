@@ -53,9 +53,11 @@ func (w *Worker) expire(ctx context.Context, f *inflight, method string, id prot
 	switch {
 	case errors.Is(cause, errShutdown):
 		outcome = "shutdown"
+		f.cancelPending("request ended")
 		f.publish(bus.FrameResponse, protocol.AppendErrorResponse(nil, id, shuttingDownError()), true)
 	case errors.Is(cause, context.DeadlineExceeded):
 		outcome = "timeout"
+		f.cancelPending("request ended")
 		f.publish(bus.FrameResponse, protocol.AppendErrorResponse(nil, id, protocol.ErrRequestTimedOut()), true)
 	default:
 		outcome = "cancelled"
