@@ -63,6 +63,8 @@ func (f *Frontend) watchBus(ch <-chan nats.Status, done chan<- struct{}) {
 // resent and must go. nats.go drops a status change when the channel is
 // full, so the connection's reconnect count is a second witness.
 func (f *Frontend) checkBus(st nats.Status) {
+	f.busMu.Lock()
+	defer f.busMu.Unlock()
 	n := f.nc.Stats().Reconnects
 	lost := st != nats.CONNECTED || n != f.reconnects || !f.nc.IsConnected()
 	f.reconnects = n

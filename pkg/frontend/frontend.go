@@ -60,8 +60,9 @@ type Frontend struct {
 	busDown atomic.Bool      // the NATS connection is lost (watchBus)
 	busCh   chan nats.Status // the connection's status changes, read by watchBus
 	busDone chan struct{}    // closed when watchBus returns
+	busMu   sync.Mutex       // serializes checkBus; guards reconnects
 	// reconnects is the connection's reconnect count when checkBus last
-	// looked; owned by watchBus.
+	// looked.
 	reconnects uint64
 	shutdown   chan struct{} // closed by Shutdown
 	hub        *hub.Hub      // writes taken-over listen streams
