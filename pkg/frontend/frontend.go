@@ -58,11 +58,18 @@ type Frontend struct {
 	closing bool
 	leaving atomic.Bool // Leave was called: answers close their connections
 
-	shutdown chan struct{} // closed by Shutdown
-	hub      *hub.Hub      // writes taken-over listen streams
-	plain    *hub.Plain    // serves the listen streams the hub cannot take
-	once     sync.Once
-	active   sync.WaitGroup // open HTTP exchanges on the MCP endpoint
+	busDown atomic.Bool      // the NATS connection is lost (watchBus)
+	busCh   chan nats.Status // the connection's status changes, read by watchBus
+	busDone chan struct{}    // closed when watchBus returns
+	busMu   sync.Mutex       // serializes checkBus; guards reconnects
+	// reconnects is the connection's reconnect count when checkBus last
+	// looked.
+	reconnects uint64
+	shutdown   chan struct{} // closed by Shutdown
+	hub        *hub.Hub      // writes taken-over listen streams
+	plain      *hub.Plain    // serves the listen streams the hub cannot take
+	once       sync.Once
+	active     sync.WaitGroup // open HTTP exchanges on the MCP endpoint
 }
 
 // New returns a frontend forwarding over nc. Call Start before serving.
@@ -185,6 +192,7 @@ func (f *Frontend) Start(ctx context.Context) (err error) {
 	if err = f.nc.FlushWithContext(fctx); err != nil {
 		return fmt.Errorf("frontend: flushing subscriptions: %w", err)
 	}
+	f.startBusWatch()
 	return nil
 }
 
@@ -209,6 +217,7 @@ func (f *Frontend) Shutdown(ctx context.Context) error {
 		err = ctx.Err()
 	}
 	f.hub.Stop()
+	f.stopBusWatch()
 	f.taskAPI.Stop(ctx)
 	f.fleet.Close()
 	if f.sub != nil {
@@ -229,7 +238,8 @@ func (f *Frontend) Shutdown(ctx context.Context) error {
 func (f *Frontend) Leave() { f.leaving.Store(true) }
 
 // Ready reports whether the frontend can serve: not draining, NATS
-// connected and the store reachable (when it can be pinged).
+// connected (it fails from the moment the connection drops until it is
+// back; see watchBus) and the store reachable (when it can be pinged).
 func (f *Frontend) Ready(ctx context.Context) error {
 	select {
 	case <-f.shutdown:
@@ -239,7 +249,7 @@ func (f *Frontend) Ready(ctx context.Context) error {
 	if f.leaving.Load() {
 		return errors.New("draining")
 	}
-	if !f.nc.IsConnected() {
+	if !f.busUp() {
 		return errors.New("NATS is not connected")
 	}
 	if p, ok := f.opts.Store.(interface{ Ping(context.Context) error }); ok {

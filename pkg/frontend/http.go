@@ -66,6 +66,9 @@ func (f *Frontend) serveMCP(w http.ResponseWriter, r *http.Request) {
 		origin.Preflight(w, r) // before authentication: browsers send no token on a preflight
 		return
 	}
+	if f.busUnavailable(w) { // NATS lost: nothing can be forwarded nor fed
+		return
+	}
 	r, ok := f.authenticate(w, r)
 	if !ok || f.limits.RateLimited(w, principalOf(r)) {
 		return

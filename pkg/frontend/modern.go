@@ -222,6 +222,10 @@ func (f *Frontend) serveListen(w http.ResponseWriter, r *http.Request, msg *prot
 	case errors.Is(err, listen.ErrTooManyForClient):
 		limits.WriteTooMany(w, msg.ID, 5*time.Second, "Too Many Requests: too many listen streams for this principal")
 		return
+	case errors.Is(err, listen.ErrBusLost):
+		w.Header().Set("Retry-After", "1")
+		httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, protocol.ErrBusUnavailable())
+		return
 	case errors.Is(err, listen.ErrDuplicate):
 		httpx.WriteError(w, http.StatusConflict, msg.ID, protocol.NewError(protocol.CodeInvalidRequest, "invalid request: a listen stream with subscription id %s is already open", msg.ID))
 		return

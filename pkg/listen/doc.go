@@ -17,6 +17,12 @@
 // [Registry] subscribes to the bus before a stream is handed out, so
 // nothing raised after Open returns is lost.
 //
+// When the frontend loses its bus connection it calls [Registry.BusLost]:
+// every stream ends at once and their subscriptions are dropped, so the
+// reconnected connection feeds none of them (a stream the client resumed on
+// another frontend is fed there only); opens fail with ErrBusLost until
+// [Registry.BusBack].
+//
 // Delivery never blocks: each stream has a bounded buffer, and a stream
 // whose reader falls behind is ended (Done closes; Reason says why). The
 // registry's lock is never held while writing to a client: streams are

@@ -57,7 +57,8 @@ func dedup(in []string) []string {
 // honoured filter. Its bus subscriptions are in place before it returns,
 // so the caller may write the Ack and nothing raised afterwards is lost.
 // It fails with ErrTooMany past the cap, ErrDuplicate when the client
-// already listens with this id, ErrClosed after Shutdown.
+// already listens with this id, ErrClosed after Shutdown, ErrBusLost while
+// the bus is lost (see [Registry.BusLost]).
 func (r *Registry) OpenListen(client string, id protocol.ID, filter protocol.SubscriptionFilter) (*ListenStream, error) {
 	l := &ListenStream{stream: newStream(r.opts.ListenBuffer), ID: id, filter: filter, reg: r,
 		key: listenKey{client: client, id: id.String()}, idJSON: id.AppendJSON(nil)}
@@ -66,6 +67,9 @@ func (r *Registry) OpenListen(client string, id protocol.ID, filter protocol.Sub
 	case r.closed:
 		r.mu.Unlock()
 		return nil, ErrClosed
+	case r.lost || !r.nc.IsConnected():
+		r.mu.Unlock()
+		return nil, ErrBusLost
 	case r.listens[l.key] != nil:
 		r.mu.Unlock()
 		return nil, ErrDuplicate
@@ -94,6 +98,9 @@ func (r *Registry) OpenListen(client string, id protocol.ID, filter protocol.Sub
 	if err == nil {
 		err = r.flush()
 	}
+	if err == nil && l.Reason() == ReasonBusLost {
+		err = ErrBusLost // lost while it was being opened
+	}
 	if err != nil {
 		l.Close()
 		return nil, err
@@ -110,6 +117,12 @@ func (l *ListenStream) Close() {
 	if r.listens[l.key] != l {
 		return
 	}
+	r.removeListen(l)
+}
+
+// removeListen forgets listen stream l and drops its bus subscriptions;
+// the caller holds r.mu.
+func (r *Registry) removeListen(l *ListenStream) {
 	delete(r.listens, l.key)
 	if r.perClient[l.key.client]--; r.perClient[l.key.client] <= 0 {
 		delete(r.perClient, l.key.client)

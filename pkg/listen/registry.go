@@ -82,6 +82,10 @@ var (
 	ErrDuplicate = errors.New("listen: duplicate subscription id")
 	// ErrClosed means the registry is shut down.
 	ErrClosed = errors.New("listen: registry closed")
+	// ErrBusLost means the bus connection is down (see
+	// [Registry.BusLost]): no stream can be fed, so none is opened (HTTP
+	// 503; the client retries on another frontend).
+	ErrBusLost = errors.New("listen: the message bus connection is lost")
 )
 
 // End reasons a stream reports after Done.
@@ -92,6 +96,11 @@ const (
 	ReasonClosed   = "closed"
 	// ReasonSuperseded: a newer GET stream of the session opened.
 	ReasonSuperseded = "superseded"
+	// ReasonBusLost: the frontend lost its bus connection (BusLost); a
+	// legacy client resumes its GET stream elsewhere with Last-Event-ID, a
+	// listen stream gets its final result and its client listens again
+	// elsewhere.
+	ReasonBusLost = "bus lost"
 )
 
 // Session control messages (on Subjects.SessionControl).
@@ -116,6 +125,7 @@ type Registry struct {
 
 	mu        sync.Mutex // guards everything below
 	closed    bool
+	lost      bool // between BusLost and BusBack: nothing is opened
 	sessions  map[string]*session
 	uris      map[string]*uriEntry
 	tasks     map[string]*taskEntry // task id -> listen streams watching it

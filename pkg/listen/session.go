@@ -63,13 +63,19 @@ func (s *session) deliver(frame []byte) {
 
 // OpenSession registers a GET stream of a legacy session. The first stream
 // of a session subscribes to the session's subjects and URIs (loaded from
-// the store) before OpenSession returns. Close the stream when done.
+// the store) before OpenSession returns. Close the stream when done. It
+// fails with ErrClosed after Shutdown and ErrBusLost while the bus is lost
+// (see [Registry.BusLost]).
 func (r *Registry) OpenSession(ctx context.Context, sessionID string) (*SessionStream, error) {
 	g := &SessionStream{stream: newStream(r.opts.Buffer), Session: sessionID, reg: r}
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
 		return nil, ErrClosed
+	}
+	if r.lost || !r.nc.IsConnected() {
+		r.mu.Unlock()
+		return nil, ErrBusLost
 	}
 	s := r.sessions[sessionID]
 	if s != nil {
@@ -87,7 +93,7 @@ func (r *Registry) OpenSession(ctx context.Context, sessionID string) (*SessionS
 			g.Close()
 			return nil, s.err
 		}
-		return g, nil
+		return g.lostCheck()
 	}
 	s = &session{id: sessionID, streams: []*SessionStream{g}, uris: map[string]struct{}{}, ready: make(chan struct{})}
 	r.sessions[sessionID] = s
@@ -99,6 +105,15 @@ func (r *Registry) OpenSession(ctx context.Context, sessionID string) (*SessionS
 	if err != nil {
 		g.Close()
 		return nil, err
+	}
+	return g.lostCheck()
+}
+
+// lostCheck refuses a stream that BusLost ended while it was being opened.
+func (g *SessionStream) lostCheck() (*SessionStream, error) {
+	if g.Reason() == ReasonBusLost {
+		g.Close()
+		return nil, ErrBusLost
 	}
 	return g, nil
 }
@@ -128,6 +143,14 @@ func (r *Registry) subscribeSession(ctx context.Context, s *session) error {
 		return err
 	}
 	r.mu.Lock()
+	if r.sessions[sessionID] != s {
+		// The bus was lost meanwhile (BusLost dropped the session): these
+		// subscriptions must not outlive it.
+		r.mu.Unlock()
+		_ = q.Unsubscribe()
+		_ = ctl.Unsubscribe()
+		return ErrBusLost
+	}
 	s.subs = append(s.subs, q, ctl)
 	r.mu.Unlock()
 	if err := r.reload(ctx, sessionID); err != nil {
@@ -147,22 +170,37 @@ func (g *SessionStream) Close() {
 	if s == nil {
 		return
 	}
+	found := false
 	for i, x := range s.streams {
 		if x == g {
 			s.streams = append(s.streams[:i], s.streams[i+1:]...)
+			found = true
 			break
 		}
+	}
+	if !found {
+		return // dropped already (BusLost), or a later session of the same id
 	}
 	if len(s.streams) > 0 {
 		return
 	}
-	delete(r.sessions, g.Session)
+	r.dropSession(s)
+}
+
+// dropSession forgets session s and drops its bus subscriptions (its
+// subjects and its URIs); the caller holds r.mu.
+func (r *Registry) dropSession(s *session) {
+	if r.sessions[s.id] == s {
+		delete(r.sessions, s.id)
+	}
 	for _, sub := range s.subs {
 		_ = sub.Unsubscribe()
 	}
+	s.subs = nil
 	for uri := range s.uris {
-		r.dropURI(uri, g.Session)
+		r.dropURI(uri, s.id)
 	}
+	clear(s.uris)
 }
 
 // control handles a session lifecycle message: deletion ends the streams;

@@ -60,6 +60,11 @@ func (s *Streams) getStream(w http.ResponseWriter, r *http.Request, sess *sessio
 	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
 	g, err := s.opts.Registry.OpenSession(ctx, sess.ID)
 	cancel()
+	if errors.Is(err, listen.ErrBusLost) {
+		w.Header().Set("Retry-After", "1")
+		httpx.WriteError(w, http.StatusServiceUnavailable, protocol.ID{}, protocol.ErrBusUnavailable())
+		return
+	}
 	if err != nil {
 		s.log.Warn("frontend: opening a GET stream", "err", err)
 		httpx.WriteError(w, http.StatusServiceUnavailable, protocol.ID{}, protocol.ErrStreamNotOpened())
@@ -101,8 +106,8 @@ func (s *Streams) openGet(sse *SSE, session, streamID string, resumed bool, repl
 }
 
 // relayGet writes the session's messages, each logged, and keepalives,
-// until the stream ends (superseded, slow, session deleted), the server
-// stops or the client goes.
+// until the stream ends (superseded, slow, session deleted, the bus lost),
+// the server stops or the client goes.
 func (s *Streams) relayGet(r *http.Request, sse *SSE, g *listen.SessionStream, session, streamID string) {
 	// slowGet counts a stream whose write failed for want of a reader.
 	slowGet := func(err error) {
@@ -111,20 +116,21 @@ func (s *Streams) relayGet(r *http.Request, sse *SSE, g *listen.SessionStream, s
 			s.opts.Metrics.DroppedStream("get")
 		}
 	}
+	onEvent := func(fr []byte) bool {
+		_, payload := bus.ParseFrame(fr, "")
+		id := ""
+		if idx, ok := s.logEvent(session, streamID, payload); ok {
+			id = FormatEventID(streamID, idx)
+		}
+		if err := sse.Event(id, payload); err != nil {
+			slowGet(err)
+			return false
+		}
+		return true
+	}
 	l := &Loop[[]byte]{
-		Events: g.C(),
-		OnEvent: func(fr []byte) bool {
-			_, payload := bus.ParseFrame(fr, "")
-			id := ""
-			if idx, ok := s.logEvent(session, streamID, payload); ok {
-				id = FormatEventID(streamID, idx)
-			}
-			if err := sse.Event(id, payload); err != nil {
-				slowGet(err)
-				return false
-			}
-			return true
-		},
+		Events:    g.C(),
+		OnEvent:   onEvent,
 		KeepAlive: s.opts.KeepAlive,
 		OnKeepAlive: func() bool {
 			if err := sse.Comment("keepalive"); err != nil {
@@ -135,9 +141,15 @@ func (s *Streams) relayGet(r *http.Request, sse *SSE, g *listen.SessionStream, s
 		},
 		Ended: g.Done(),
 		OnEnded: func() {
-			if g.Reason() == listen.ReasonSlow {
+			switch g.Reason() {
+			case listen.ReasonSlow:
 				s.log.Warn("frontend: closing a slow GET stream")
 				s.opts.Metrics.DroppedStream("get")
+			case listen.ReasonBusLost:
+				// What arrived before the loss is written (and logged)
+				// first; then the response ends, and the client resumes
+				// after its last event id on another frontend.
+				drainQueued(g.C(), onEvent)
 			}
 		},
 		Stop: s.opts.Shutdown,
@@ -197,4 +209,18 @@ func (s *Streams) storeErr(w http.ResponseWriter, err error) bool {
 func isResponse(data []byte) bool {
 	m, err := protocol.Decode(data, 0)
 	return err == nil && m.Kind() == protocol.KindResponse
+}
+
+// drainQueued hands f what c holds now, without waiting, until f fails.
+func drainQueued(c <-chan []byte, f func([]byte) bool) {
+	for {
+		select {
+		case m := <-c:
+			if !f(m) {
+				return
+			}
+		default:
+			return
+		}
+	}
 }

@@ -297,7 +297,7 @@ func (h *Hub) writer() {
 }
 
 // serve writes what s has: queued messages, a due keepalive, and at the
-// end of the stream its final result (on shutdown). It never waits for
+// end of the stream its final result (on shutdown or a lost bus). It never waits for
 // the client: what its socket does not take stays pending, the stream is
 // looked at again shortly (retrier), and nothing new is taken from its
 // queue meanwhile, so a stalled client fills only its own bounded queue
@@ -335,7 +335,7 @@ drain:
 		events = append(events, ": keepalive\n\n"...)
 	}
 	reason := ls.Reason()
-	if reason == listen.ReasonShutdown {
+	if reason == listen.ReasonShutdown || reason == listen.ReasonBusLost {
 		events = stream.AppendEvent(events, "", ls.Final())
 	}
 	s.buf = s.buf[:0]

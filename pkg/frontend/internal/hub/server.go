@@ -14,7 +14,7 @@ import (
 )
 
 // Server serves open listen streams: the acknowledgement, then the
-// stream's messages and keepalives, and its final result on shutdown.
+// stream's messages and keepalives, and its final result on shutdown or a lost bus.
 type Server interface {
 	// Adopt serves ls, an open listen stream whose acknowledgement has not
 	// been written, on the response w. It returns true when it served the
@@ -121,6 +121,18 @@ func (p *Plain) Adopt(w http.ResponseWriter, r *http.Request, ls *listen.ListenS
 		OnEnded: func() {
 			switch ls.Reason() {
 			case listen.ReasonShutdown:
+				_ = sse.Event("", ls.Final())
+			case listen.ReasonBusLost:
+				// What arrived before the loss first, then the result:
+				// the client listens again (elsewhere).
+				for drained := false; !drained; {
+					select {
+					case m := <-ls.C():
+						drained = sse.Event("", m) != nil
+					default:
+						drained = true
+					}
+				}
 				_ = sse.Event("", ls.Final())
 			case listen.ReasonSlow:
 				p.opts.Metrics.DroppedStream("listen")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -312,3 +313,28 @@ func TestStopAloneEndsStreams(t *testing.T) {
 }
 
 func isTimeout(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }
+
+// When the bus is lost the registry ends the streams: each writes what
+// was queued before the loss, then its final result, and its response
+// ends (the client listens again elsewhere), with no Stop.
+func TestBusLostEndsStreams(t *testing.T) {
+	forEachKind(t, Options{KeepAlive: -1}, func(t *testing.T, h *harness) {
+		c1, c2 := h.open(t), h.open(t)
+		h.reg.ListChanged("tools")
+		if gets, listens := h.reg.BusLost(); gets != 0 || listens != 2 {
+			t.Fatalf("BusLost ended %d GET and %d listen streams, want 0 and 2", gets, listens)
+		}
+		for i, c := range []*client{c1, c2} {
+			if data, err := c.event(); err != nil || !strings.Contains(data, "notifications/tools/list_changed") {
+				t.Fatalf("stream %d: got %q, %v; want the event queued before the loss", i, data, err)
+			}
+			if data, err := c.event(); err != nil || !strings.Contains(data, `"resultType":"complete"`) {
+				t.Fatalf("stream %d: got %q, %v; want the final result", i, data, err)
+			}
+			if b, err := c.read(); err != io.EOF {
+				t.Fatalf("stream %d after its result: got %q, %v; want the end of the response", i, b, err)
+			}
+		}
+		testutil.Poll(t, "every stream to be closed", func() bool { return h.reg.ListenCount() == 0 })
+	})
+}
