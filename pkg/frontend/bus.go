@@ -19,6 +19,10 @@ import (
 //     subscriptions are dropped, so once the connection is back nothing of
 //     them is fed again (a stream the client resumed elsewhere is fed there
 //     only);
+//   - every POST exchange ends too (stream.Streams.BusLost): a legacy
+//     stream that started ends with nothing more in its log, and its client
+//     resumes it elsewhere (the worker's later frames reach the log through
+//     the append subject); a request whose answer had not started gets 502;
 //   - every new request is answered 503 with Retry-After at once
 //     (busUnavailable).
 // When the connection is back, new requests and streams are served again.
@@ -70,10 +74,12 @@ func (f *Frontend) checkBus(st nats.Status) {
 	f.reconnects = n
 	if lost && f.busDown.CompareAndSwap(false, true) {
 		gets, listens := f.reg.BusLost()
+		f.streams.BusLost()
 		f.log.Warn("frontend: NATS connection lost: not ready, refusing requests, streams ended (clients resume elsewhere)",
 			"status", st.String(), "get_streams", gets, "listen_streams", listens)
 	}
 	if f.nc.IsConnected() && f.busDown.CompareAndSwap(true, false) {
+		f.streams.BusBack()
 		f.reg.BusBack()
 		f.log.Info("frontend: NATS connection is back: serving again")
 	}

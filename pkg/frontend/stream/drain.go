@@ -21,6 +21,10 @@ func (ex *exchange) drain() {
 		Events:   ex.st.signal,
 		Deadline: ex.deadline,
 		Liveness: opts.WorkerTimeout,
+		// Cut off from NATS: the frames go to another frontend's log
+		// through the append subject; this one stops logging.
+		Ended:   ex.s.busLost(),
+		OnEnded: func() { ex.busLost = true },
 	}
 	l.OnEvent = func(struct{}) bool {
 		var overflowed bool

@@ -32,3 +32,11 @@ func errWorkerLost(method string) *protocol.Error {
 func errTimedOut(d time.Duration) *protocol.Error {
 	return protocol.NewError(protocol.CodeInternalError, "request timed out after %s", d)
 }
+
+// errBusLost answers a request whose frontend lost its NATS connection
+// before the answer started: -32603 "this server lost its message bus
+// (NATS) connection; the request may still have run" (HTTP 502: a proxy
+// must not send it elsewhere by itself).
+func errBusLost() *protocol.Error {
+	return protocol.NewError(protocol.CodeInternalError, "this server lost its message bus (NATS) connection; the request may still have run")
+}

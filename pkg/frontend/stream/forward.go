@@ -79,6 +79,7 @@ type exchange struct {
 	frames     []frame // reused by take
 	rest       []frame // frames after the one that detached the exchange, for drain
 	ended      bool    // the final response (or an end marker) was logged
+	busLost    bool    // ended by BusLost: the log stays open for a resume elsewhere
 	last       uint64  // the index of the last logged event the client was given (or the exchange logged, detached)
 	closeGauge func()  // the open-streams gauge of this exchange's SSE stream
 }
@@ -199,8 +200,8 @@ func (ex *exchange) finish() {
 	if ex.closeGauge != nil {
 		ex.closeGauge()
 	}
-	if ex.sseID == "" {
-		return
+	if ex.sseID == "" || ex.busLost {
+		return // no log; or a log left open for a resume elsewhere
 	}
 	if !ex.ended {
 		ex.logAndPublish([]byte(markEnd))
@@ -224,7 +225,9 @@ func (ex *exchange) serve(w http.ResponseWriter, r *http.Request) step {
 		Deadline: ex.deadline,
 		Liveness: opts.WorkerTimeout,
 		Gone:     r.Context().Done(),
+		Ended:    ex.s.busLost(),
 	}
+	l.OnEnded = func() { result = ex.lostBus(w) }
 	l.OnEvent = func(struct{}) bool {
 		s := ex.onFrames(w, l)
 		if s == stepContinue {
@@ -312,4 +315,21 @@ func (ex *exchange) clientGone() step {
 		return stepDone
 	}
 	return stepDetach
+}
+
+// lostBus ends an attached exchange whose frontend lost NATS. A legacy
+// stream that started ends as it is: nothing more is logged here, so its
+// client resumes it with Last-Event-ID on another frontend (the worker's
+// later frames reach the log through the append subject). Any other
+// request gets a 502: it may still run, so it must not be sent elsewhere
+// by a proxy. The worker is not cancelled (it cannot be told).
+func (ex *exchange) lostBus(w http.ResponseWriter) step {
+	ex.busLost = true
+	httpx.SetOutcome(w, "unavailable")
+	if ex.sseID != "" {
+		ex.ended = true
+		return stepDone
+	}
+	ex.fail(w, http.StatusBadGateway, errBusLost())
+	return stepDone
 }

@@ -165,6 +165,7 @@ func (rs *resumer) relay() {
 		OnLost:        rs.lost,
 		Stop:          opts.Shutdown,
 		Gone:          rs.r.Context().Done(),
+		Ended:         rs.s.busLost(), // cut off: the client resumes elsewhere
 	}
 	if !rs.takeover {
 		l.Probe, l.OnProbe = opts.WorkerTimeout/4, rs.probe

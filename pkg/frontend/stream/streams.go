@@ -112,6 +112,41 @@ type Streams struct {
 
 	mu   sync.Mutex
 	open map[string]*inbox // bus stream id -> open exchange
+	lost chan struct{}     // closed by BusLost, replaced by BusBack
+}
+
+// BusLost ends every exchange and resumption this frontend runs, because
+// its NATS connection is lost and it can no longer feed them. A legacy
+// stream that started ends without an end marker or an error in its log:
+// its client resumes it elsewhere with Last-Event-ID, where the worker's
+// later messages arrive through the append subject. A request whose answer
+// had not started gets a 502 (it may still run). Idempotent until BusBack.
+func (s *Streams) BusLost() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.lost:
+	default:
+		close(s.lost)
+	}
+}
+
+// BusBack lets new exchanges run after a BusLost.
+func (s *Streams) BusBack() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.lost:
+		s.lost = make(chan struct{})
+	default:
+	}
+}
+
+// busLost is the channel the current exchanges watch (closed: lost).
+func (s *Streams) busLost() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lost
 }
 
 // New validates opts and returns the streams of a frontend.
@@ -143,7 +178,7 @@ func New(opts Options) (*Streams, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Streams{opts: opts, log: log, nc: opts.Conn, subj: opts.Subjects, id: opts.ID, open: map[string]*inbox{}}, nil
+	return &Streams{opts: opts, log: log, nc: opts.Conn, subj: opts.Subjects, id: opts.ID, open: map[string]*inbox{}, lost: make(chan struct{})}, nil
 }
 
 func setDefault(d *time.Duration, def time.Duration) {
