@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -23,23 +21,7 @@ import (
 // frame.
 func BenchmarkLegacyStreamCost(b *testing.B) {
 	ip := testenv.StartInProc(b, testenv.InProcOptions{NoFixture: true})
-	h := ip.Frontend.Handler()
-	post := func(body string, hdr map[string]string) *httptest.ResponseRecorder {
-		r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(body))
-		r.Header.Set("Content-Type", "application/json")
-		r.Header.Set("Accept", "application/json, text/event-stream")
-		for k, v := range hdr {
-			r.Header.Set(k, v)
-		}
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
-		return w
-	}
-	init := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}`, nil)
-	sid := init.Header().Get("Mcp-Session-Id")
-	if sid == "" {
-		b.Fatalf("initialize: %d %s", init.Code, init.Body)
-	}
+	post, sid := benchSession(b, ip)
 	hdr := map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-11-25"}
 	cases := []struct{ name, body, want string }{
 		{"echo", `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}`, "hello"},

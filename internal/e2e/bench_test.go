@@ -18,23 +18,7 @@ import (
 // ways, and the worker.
 func BenchmarkServe(b *testing.B) {
 	ip := testenv.StartInProc(b, testenv.InProcOptions{NoFixture: true})
-	h := ip.Frontend.Handler()
-	post := func(body string, hdr map[string]string) *httptest.ResponseRecorder {
-		r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(body))
-		r.Header.Set("Content-Type", "application/json")
-		r.Header.Set("Accept", "application/json, text/event-stream")
-		for k, v := range hdr {
-			r.Header.Set(k, v)
-		}
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
-		return w
-	}
-	init := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}`, nil)
-	sid := init.Header().Get("Mcp-Session-Id")
-	if sid == "" {
-		b.Fatalf("initialize: %d %s", init.Code, init.Body)
-	}
+	post, sid := benchSession(b, ip)
 	cases := []struct {
 		name string
 		body string
@@ -61,4 +45,28 @@ func BenchmarkServe(b *testing.B) {
 			})
 		})
 	}
+}
+
+// benchSession is the in-process all-in-one's MCP handler called directly
+// (no network) as post, and the id of a legacy session initialized on it.
+func benchSession(b *testing.B, ip *testenv.InProc) (post func(body string, hdr map[string]string) *httptest.ResponseRecorder, sid string) {
+	b.Helper()
+	h := ip.Frontend.Handler()
+	post = func(body string, hdr map[string]string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range hdr {
+			r.Header.Set(k, v)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	init := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}`, nil)
+	sid = init.Header().Get("Mcp-Session-Id")
+	if sid == "" {
+		b.Fatalf("initialize: %d %s", init.Code, init.Body)
+	}
+	return post, sid
 }

@@ -47,6 +47,33 @@ func (r *steadyRun) take(t *testing.T, msgs []testenv.Message, ids []string) {
 	}
 }
 
+// check asserts what client i got: the final response, every progress
+// the tool sent in order, each once, and strictly increasing event ids.
+func (r *steadyRun) check(t *testing.T, i int) {
+	t.Helper()
+	if want := `"sent ` + strconv.Itoa(r.count) + `"`; !strings.Contains(r.result, want) {
+		t.Errorf("client %d: final response %q, want %s", i, r.result, want)
+	}
+	for j, p := range r.progress {
+		if p != j+1 {
+			t.Errorf("client %d: progress %v, want 1..%d in order, each once", i, r.progress, r.count)
+			break
+		}
+	}
+	if len(r.progress) != r.count {
+		t.Errorf("client %d: %d progress notifications delivered, the tool sent %d", i, len(r.progress), r.count)
+	}
+	prev := uint64(0)
+	for _, id := range r.ids {
+		n, _ := strconv.ParseUint(id[strings.LastIndexByte(id, ':')+1:], 10, 64)
+		if n <= prev {
+			t.Errorf("client %d: event ids not increasing: %v", i, r.ids)
+			break
+		}
+		prev = n
+	}
+}
+
 // TestFrontendKilledPostStreamsDurable: legacy clients call a tool that
 // sends progress steadily, their POST streams on frontend A. A is
 // SIGKILLed while the tools run; for a few seconds no frontend holds the
@@ -134,27 +161,7 @@ func TestFrontendKilledPostStreamsDurable(t *testing.T) {
 		r.take(t, msgs, ids)
 	}
 	for i, r := range runs {
-		if want := `"sent ` + strconv.Itoa(r.count) + `"`; !strings.Contains(r.result, want) {
-			t.Errorf("client %d: final response %q, want %s", i, r.result, want)
-		}
-		for j, p := range r.progress {
-			if p != j+1 {
-				t.Errorf("client %d: progress %v, want 1..%d in order, each once", i, r.progress, r.count)
-				break
-			}
-		}
-		if len(r.progress) != r.count {
-			t.Errorf("client %d: %d progress notifications delivered, the tool sent %d", i, len(r.progress), r.count)
-		}
-		prev := uint64(0)
-		for _, id := range r.ids {
-			n, _ := strconv.ParseUint(id[strings.LastIndexByte(id, ':')+1:], 10, 64)
-			if n <= prev {
-				t.Errorf("client %d: event ids not increasing: %v", i, r.ids)
-				break
-			}
-			prev = n
-		}
+		r.check(t, i)
 		t.Logf("client %d: produced %d progress + 1 response, delivered %d + %d (no frontend held the stream for %s)",
 			i, r.count, len(r.progress), btoi(r.result != ""), gap.Round(100*time.Millisecond))
 	}

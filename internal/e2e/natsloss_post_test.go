@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -73,18 +72,7 @@ func TestPostStreamsCutOffFromNATS(t *testing.T) {
 	}
 	rl.Heal()
 	for i, r := range runs {
-		if want := `"sent ` + strconv.Itoa(r.count) + `"`; !strings.Contains(r.result, want) {
-			t.Errorf("client %d: final response %q, want %s", i, r.result, want)
-		}
-		for j, p := range r.progress {
-			if p != j+1 {
-				t.Errorf("client %d: progress %v, want 1..%d in order, each once", i, r.progress, r.count)
-				break
-			}
-		}
-		if len(r.progress) != r.count {
-			t.Errorf("client %d: %d progress notifications delivered, the tool sent %d", i, len(r.progress), r.count)
-		}
+		r.check(t, i)
 		t.Logf("A cut off NATS: client %d produced %d progress + 1 response, delivered %d + %d (A's streams ended %s after the cut)",
 			i, r.count, len(r.progress), btoi(r.result != ""), ended.Round(time.Millisecond))
 	}
