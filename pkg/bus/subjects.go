@@ -73,28 +73,12 @@ func StreamID(subject string) string {
 // WorkerInbox is where answers to worker w's server-to-client requests go.
 func (s Subjects) WorkerInbox(w string) string { return s.p() + ".w." + Token(w) + ".in" }
 
-// WorkerNoResponders is the reply subject of a server-to-client request
-// worker w sends on a session's GET stream subject: NATS answers it with a
-// "no responders" status when no GET stream is open, so the call fails at
-// once instead of waiting for its timeout.
-func (s Subjects) WorkerNoResponders(w string, seq uint64) string {
-	return s.p() + ".w." + Token(w) + ".nr." + itoa(seq)
-}
-
-// WorkerNoRespondersAll matches every WorkerNoResponders subject of w.
-func (s Subjects) WorkerNoRespondersAll(w string) string { return s.p() + ".w." + Token(w) + ".nr.*" }
-
 // Cancel is the broadcast subject of cancellations.
 func (s Subjects) Cancel() string { return s.p() + ".cancel" }
 
-// Session is the subject of session-scoped messages for the legacy GET
-// stream(s) of session id; subscribers join queue group SessionQueue so
-// each message reaches exactly one stream.
-func (s Subjects) Session(id string) string { return s.p() + ".sess." + Token(id) }
-
 // SessionControl is the broadcast subject of session lifecycle events
-// (deletion, subscription changes) that every holder of the session's
-// streams must see.
+// (deletion, a new GET stream) that every holder of the session's streams
+// must see.
 func (s Subjects) SessionControl(id string) string { return s.p() + ".sessctl." + Token(id) }
 
 // Live is the subject on which the frontend holding a detached legacy
@@ -105,9 +89,6 @@ func (s Subjects) SessionControl(id string) string { return s.p() + ".sessctl." 
 func (s Subjects) Live(session, stream string) string {
 	return s.p() + ".live." + Token(session) + "." + Token(stream)
 }
-
-// SessionQueue is the queue group of GET streams on Session subjects.
-const SessionQueue = "get"
 
 // ListChanged is the subject of list_changed events of kind ("tools",
 // "prompts" or "resources").

@@ -163,7 +163,7 @@ func TestSubjects(t *testing.T) {
 		{"worker inbox", func(s bus.Subjects) string { return s.WorkerInbox("w.1") },
 			"mcp.w.w~2E1.in", "acme.prod.w.w~2E1.in"},
 		{"cancel", bus.Subjects.Cancel, "mcp.cancel", "acme.prod.cancel"},
-		{"session", func(s bus.Subjects) string { return s.Session("abc") }, "mcp.sess.abc", "acme.prod.sess.abc"},
+		{"session events", bus.Subjects.SessionEvents, "mcp.sevt", "acme.prod.sevt"},
 		{"session control", func(s bus.Subjects) string { return s.SessionControl("abc") },
 			"mcp.sessctl.abc", "acme.prod.sessctl.abc"},
 		{"list changed", func(s bus.Subjects) string { return s.ListChanged("tools") },

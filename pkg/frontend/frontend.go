@@ -49,6 +49,7 @@ type Frontend struct {
 	streams   *stream.Streams    // exchanges, GET and resumed streams
 	ctlSub    *nats.Subscription
 	appendSub *nats.Subscription // the appends this frontend logs for any other (stream.Streams.OnAppend)
+	sevSub    *nats.Subscription // the session events it logs (stream.Streams.OnSessionEvents)
 	taskAPI   *taskhttp.Handler  // the task methods and the workers' task writes
 	limits    *limits.Limiter
 	reg       *listen.Registry
@@ -100,7 +101,7 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 		perClient = opts.MaxListenPerPrincipal
 	}
 	f.reg = listen.New(nc, listen.Options{
-		Subjects: opts.Subjects, Subscriptions: opts.Store, Buffer: opts.StreamBuffer,
+		Subjects: opts.Subjects, Buffer: opts.StreamBuffer,
 		MaxListen: opts.MaxListen, MaxListenPerClient: perClient, Logger: f.log,
 	})
 	if f.fleet, err = fleet.NewView(nc, fleet.ViewOptions{Subjects: opts.Subjects, Logger: f.log, ListChanged: f.reg.ListChanged}); err != nil {
@@ -119,7 +120,7 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 // frontend's options, limits and shutdown.
 func (f *Frontend) newStreams() (err error) {
 	f.streams, err = stream.New(stream.Options{
-		ID: f.id, Conn: f.nc, Subjects: f.subj, Events: f.opts.Store, Registry: f.reg, Logger: f.log, Metrics: f.metrics,
+		ID: f.id, Conn: f.nc, Subjects: f.subj, Events: f.opts.Store, Subscribers: f.opts.Store, Registry: f.reg, Logger: f.log, Metrics: f.metrics,
 		RequestTimeout: f.opts.RequestTimeout, WorkerTimeout: f.opts.WorkerTimeout, KeepAlive: f.opts.KeepAlive,
 		WriteTimeout: f.opts.WriteTimeout, SSERetry: f.opts.SSERetry, StreamBuffer: f.opts.StreamBuffer,
 		Shutdown: f.shutdown, Active: &f.active,
@@ -161,7 +162,7 @@ func (f *Frontend) Start(ctx context.Context) (err error) {
 			f.fleet.Close()
 			f.reg.Shutdown()
 			f.taskAPI.Close()
-			for _, s := range []*nats.Subscription{f.sub, f.ctlSub, f.appendSub} {
+			for _, s := range []*nats.Subscription{f.sub, f.ctlSub, f.appendSub, f.sevSub} {
 				if s != nil {
 					_ = s.Unsubscribe()
 				}
@@ -177,6 +178,9 @@ func (f *Frontend) Start(ctx context.Context) (err error) {
 	}
 	if f.appendSub, err = f.streams.SubscribeAppends(); err != nil {
 		return fmt.Errorf("frontend: subscribing to appends: %w", err)
+	}
+	if f.sevSub, err = f.streams.SubscribeSessionEvents(); err != nil {
+		return fmt.Errorf("frontend: subscribing to session events: %w", err)
 	}
 	if err = f.taskAPI.Start(ctx); err != nil {
 		return fmt.Errorf("frontend: subscribing to task writes: %w", err)
@@ -223,6 +227,9 @@ func (f *Frontend) Shutdown(ctx context.Context) error {
 	if f.sub != nil {
 		_ = f.sub.Unsubscribe()
 		_ = f.ctlSub.Unsubscribe()
+	}
+	if f.sevSub != nil {
+		_ = f.sevSub.Unsubscribe()
 	}
 	if f.appendSub != nil {
 		_ = f.appendSub.Unsubscribe()

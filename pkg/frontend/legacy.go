@@ -377,9 +377,8 @@ func (f *Frontend) release(c *claim) {
 }
 
 // recordSubscription stores a legacy resource (un)subscription the worker
-// accepted and waits until the frontend holding the session's GET stream
-// (if any) has picked it up, so an update raised right after the answer is
-// delivered.
+// accepted, before the answer goes: an update raised after the answer
+// reaches the session's GET log.
 func (f *Frontend) recordSubscription(session string, subscribe bool, resp []byte, head *protocol.ParamsHead) error {
 	m, err := protocol.Decode(resp, 0)
 	if err != nil || m.Error != nil || head.URI == nil {
@@ -392,14 +391,10 @@ func (f *Frontend) recordSubscription(session string, subscribe bool, resp []byt
 	} else {
 		err = f.opts.Store.Unsubscribe(ctx, session, *head.URI)
 	}
-	if err != nil {
-		return err
-	}
-	_, err = f.nc.RequestWithContext(ctx, f.subj.SessionControl(session), []byte(listen.CtlSubs))
-	if err != nil && !errors.Is(err, nats.ErrNoResponders) {
-		f.log.Warn("frontend: announcing a subscription change", "err", err)
-	}
-	return nil
+	// Once the store has it, the next resources/updated for the URI is
+	// logged for the session by whichever frontend takes it (the store's
+	// subscriber index): nothing to announce.
+	return err
 }
 
 func (f *Frontend) legacyNotification(ctx context.Context, sess *sessionstore.Session, msg *protocol.Message, head *protocol.ParamsHead) {

@@ -1,6 +1,7 @@
 package listen_test
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 
@@ -15,23 +16,14 @@ import (
 // resends the connection's subscriptions) nothing of them is fed again;
 // opens are refused until BusBack, and work again afterwards.
 func TestBusLost(t *testing.T) {
-	v := newEnv(t)
-	e, err := bus.StartEmbedded(&bus.EmbeddedOptions{Listen: "127.0.0.1:-1", Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.Shutdown(t.Context()) })
-	v.e = e // the publisher and the registry on one server reached over TCP
-	v.pub = v.conn("publisher")
-	nc, err := bus.Connect(e.ClientURL(), &bus.ConnectOptions{Name: "fe", Logger: quietLogger()})
+	v := newTCPEnv(t) // the registry's connection reached over TCP
+	nc, err := bus.Connect(v.e.ClientURL(), &bus.ConnectOptions{Name: "fe", Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	src := newSource()
 	const sess, u1, u2, task = "s1", "file:///a", "file:///b", "t1"
-	src.set(sess, u1)
-	r := v.registry(nc, listen.Options{Subscriptions: src})
+	r := v.registry(nc, listen.Options{})
 	base := nc.NumSubscriptions() // list_changed
 
 	g, err := r.OpenSession(t.Context(), sess)
@@ -74,7 +66,8 @@ func TestBusLost(t *testing.T) {
 	testutil.Poll(t, "the registry's connection to reconnect", func() bool {
 		return nc.Stats().Reconnects > before && nc.IsConnected()
 	})
-	for _, subj := range []string{v.subj.Session(sess), v.subj.SessionControl(sess), v.subj.ResourceUpdated(u1), v.subj.ResourceUpdated(u2), v.subj.TaskEvent(task)} {
+	for _, subj := range []string{v.subj.Live(sess, bus.SessionLog), v.subj.SessionControl(sess),
+		v.subj.ResourceUpdated(u1), v.subj.ResourceUpdated(u2), v.subj.TaskEvent(task)} {
 		v.noInterest(nc, subj)
 	}
 
@@ -84,9 +77,10 @@ func TestBusLost(t *testing.T) {
 		t.Fatalf("OpenSession after BusBack: %v", err)
 	}
 	defer g2.Close()
-	v.resourceUpdated(u1)
-	if got := recv(t, g2.C(), "new GET stream"); string(got) != string(legacyFrame(resourceUpdatedMsg(u1))) {
-		t.Fatalf("new GET stream got %q", got)
+	ev := liveEvent(7)
+	v.publishLive(sess, ev)
+	if got := recv(t, g2.C(), "new GET stream"); !bytes.Equal(got, liveItem(ev)) {
+		t.Fatalf("new GET stream got %q, want %q", got, liveItem(ev))
 	}
 	r.Barrier()
 	empty(t, g2.C(), "new GET stream (one delivery)")
@@ -96,7 +90,7 @@ func TestBusLost(t *testing.T) {
 // Shutdown after BusLost, and BusLost after Shutdown, are harmless.
 func TestBusLostAndShutdown(t *testing.T) {
 	v := newEnv(t)
-	r := v.registry(v.conn("fe"), listen.Options{Subscriptions: newSource()})
+	r := v.registry(v.conn("fe"), listen.Options{})
 	l, err := r.OpenListen("c", protocol.Int64ID(1), protocol.SubscriptionFilter{ToolsListChanged: true})
 	if err != nil {
 		t.Fatal(err)

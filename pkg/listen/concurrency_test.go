@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/pkg/bus"
 	"github.com/mcpfleet/mcpfleet/pkg/listen"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 )
@@ -19,13 +20,9 @@ import (
 func TestConcurrentOpenClose(t *testing.T) {
 	v := newEnv(t)
 	nc := v.conn("fe")
-	src := newSource()
 	uris := []string{"file:///c0", "file:///c1", "file:///c2", "mem://c 3", "file:///c4"}
 	sessions := []string{"s0", "s1", "s2", "s3"}
-	for i, s := range sessions {
-		src.set(s, uris[i], uris[(i+1)%len(uris)])
-	}
-	r := v.registry(nc, listen.Options{Subscriptions: src, Buffer: 8, ListenBuffer: 8, MaxListen: 40})
+	r := v.registry(nc, listen.Options{Buffer: 8, ListenBuffer: 8, MaxListen: 40})
 
 	stop := make(chan struct{})
 	var pubWG sync.WaitGroup
@@ -47,11 +44,12 @@ func TestConcurrentOpenClose(t *testing.T) {
 				u := uris[i%len(uris)]
 				err = v.pub.Publish(v.subj.ResourceUpdated(u), resourceUpdatedMsg(u))
 			case 3:
-				err = v.pub.Publish(v.subj.Session(sessions[i%len(sessions)]), sessionFrame(i))
+				err = v.pub.Publish(v.subj.Live(sessions[i%len(sessions)], bus.SessionLog), liveEvent(i))
 			case 4:
-				s := sessions[i%len(sessions)]
-				src.set(s, uris[i%len(uris)], uris[(i+2)%len(uris)])
-				err = v.pub.Publish(v.subj.SessionControl(s), []byte(listen.CtlSubs))
+				// An announcement of a stream tag no stream has: the
+				// control path runs, and ends nothing (no stream here
+				// was ever announced).
+				err = v.pub.Publish(v.subj.SessionControl(sessions[i%len(sessions)]), []byte(listen.CtlGetOpened+"storm"))
 			case 5:
 				if i%60 == 5 {
 					err = v.pub.Publish(v.subj.SessionControl(sessions[i%len(sessions)]), []byte(listen.CtlDeleted))
@@ -127,7 +125,7 @@ func TestConcurrentOpenClose(t *testing.T) {
 		t.Fatalf("watchers = %v after every stream closed", w)
 	}
 	for _, s := range sessions {
-		v.noInterest(nc, v.subj.Session(s))
+		v.noInterest(nc, v.subj.Live(s, bus.SessionLog))
 		v.noInterest(nc, v.subj.SessionControl(s))
 	}
 	for _, u := range uris {
@@ -142,10 +140,9 @@ func TestConcurrentOpenClose(t *testing.T) {
 	defer l.Close()
 	v.resourceUpdated(uris[0])
 	checkTagged(t, recv(t, l.C(), "listen after the storm"), protocol.NotificationResourceUpdated, uris[0], l.ID)
-	// Storm events still queued in a subscription (list_changed, updates
-	// of the session's URIs, server-request frames: the storm published
-	// only odd frames) may reach the new stream first: skip them, but the
-	// frame must come. With a buffer of 8, the leftovers can even end the
+	// Storm events still queued in a subscription (list_changed, live
+	// events: the storm published only odd ones) may reach the new stream
+	// first: skip them, but the live event must come. With a buffer of 8, the leftovers can even end the
 	// stream as a slow reader: then it is opened again (a bounded number
 	// of times; the leftovers run out).
 	for attempt := 1; !sessionDelivers(t, v, r); attempt++ {
@@ -155,8 +152,8 @@ func TestConcurrentOpenClose(t *testing.T) {
 	}
 }
 
-// sessionDelivers opens a session stream of s0, publishes a frame to the
-// session and reports whether it arrived (false: the stream ended as a
+// sessionDelivers opens a session stream of s0, publishes a live event to
+// the session and reports whether it arrived (false: the stream ended as a
 // slow reader first).
 func sessionDelivers(t *testing.T, v *env, r *listen.Registry) bool {
 	t.Helper()
@@ -165,12 +162,13 @@ func sessionDelivers(t *testing.T, v *env, r *listen.Registry) bool {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	v.publish(v.subj.Session("s0"), sessionFrame(0))
+	ev := liveEvent(0)
+	v.publishLive("s0", ev)
 	timeout := time.After(deadline)
 	for {
 		select {
 		case got := <-g.C():
-			if bytes.Equal(got, sessionFrame(0)) {
+			if bytes.Equal(got, liveItem(ev)) {
 				return true
 			}
 		case <-g.Done():

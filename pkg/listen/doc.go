@@ -2,18 +2,19 @@
 // long-lived client streams that receive events from the bus and feeds
 // them. Two kinds of streams exist:
 //
-//   - legacy GET streams ([SessionStream], 2025-11-25): each gets
-//     session-scoped messages (a NATS queue group makes each reach exactly
-//     one GET stream of the session), every list_changed event, and
-//     resources/updated for the URIs the session subscribed to (held in the
-//     store, reloaded when any frontend changes them);
+//   - legacy GET streams ([SessionStream], 2025-11-25): each relays the
+//     live events of its session's GET log (whichever frontend logged
+//     them: session events, see package bus), and gets every list_changed
+//     event this frontend raises; a session has one GET stream (a newer
+//     one, on any frontend, supersedes the others);
 //   - modern listen streams ([ListenStream], 2026-07-28
 //     subscriptions/listen): each gets the events its acknowledged filter
 //     asked for, tagged with its subscription id.
 //
 // Events arrive once per frontend from NATS: one subscription for
-// list_changed, and one refcounted subscription per watched URI, so NATS
-// interest routing only sends a frontend the URIs its clients watch. A
+// list_changed, one per session with a GET stream here (its log's live
+// subject), and one refcounted subscription per URI listen streams watch,
+// so NATS interest routing only sends a frontend what its clients watch. A
 // [Registry] subscribes to the bus before a stream is handed out, so
 // nothing raised after Open returns is lost.
 //

@@ -11,14 +11,15 @@ func (r *Registry) Barrier() {
 	defer r.mu.Unlock()
 }
 
-// Watchers returns, per URI with a NATS subscription, how many sessions
-// and listen streams watch it.
-func (r *Registry) Watchers() map[string][2]int {
+// Watchers returns, per URI with a NATS subscription, how many listen
+// streams watch it (legacy sessions watch none: their resources/updated
+// come in their GET log).
+func (r *Registry) Watchers() map[string]int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make(map[string][2]int, len(r.uris))
+	out := make(map[string]int, len(r.uris))
 	for u, e := range r.uris {
-		out[u] = [2]int{len(e.sessions), len(e.listens)}
+		out[u] = len(e.listens)
 	}
 	return out
 }

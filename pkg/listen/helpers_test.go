@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -113,6 +114,38 @@ func (v *env) noInterest(regConn *nats.Conn, subject string) {
 	}
 }
 
+// publishLive publishes data on the live subject of session's GET log, as
+// the frontend that logged an event for the session does.
+func (v *env) publishLive(session string, data []byte) {
+	v.t.Helper()
+	v.publish(v.subj.Live(session, bus.SessionLog), data)
+}
+
+// settle returns once every message published so far (by the publisher)
+// that the server routed to one of ncs has been handled by its
+// subscription's handler: the flushes put each such message on its
+// subscription's queue (the server sends a connection its messages in
+// order, the PONG after them), and nats.go runs a Barrier function only
+// once every async subscription of the connection has handled what was
+// queued before it. A message the server did not route to ncs (no
+// interest) is not waited for: there is nothing to wait for.
+func (v *env) settle(ncs ...*nats.Conn) {
+	v.t.Helper()
+	if err := v.pub.FlushTimeout(deadline); err != nil {
+		v.t.Fatalf("flush: %v", err)
+	}
+	for _, nc := range ncs {
+		if err := nc.FlushTimeout(deadline); err != nil {
+			v.t.Fatalf("flush: %v", err)
+		}
+		done := make(chan struct{})
+		if err := nc.Barrier(func() { close(done) }); err != nil {
+			v.t.Fatalf("Barrier: %v", err)
+		}
+		waitDone(v.t, done, "the subscriptions' handlers")
+	}
+}
+
 func listChangedMsg(kind string) []byte {
 	return []byte(`{"jsonrpc":"2.0","method":"notifications/` + kind + `/list_changed"}`)
 }
@@ -139,7 +172,7 @@ func recv(t testing.TB, c <-chan []byte, what string) []byte {
 
 // empty asserts that nothing is buffered on c. Callers make sure first
 // that every delivery that could reach c is over (Barrier after a later
-// message of the same subscription arrived).
+// message of the same subscription arrived, or settle).
 func empty(t testing.TB, c <-chan []byte, what string) {
 	t.Helper()
 	select {
@@ -233,58 +266,108 @@ func checkTagged(t testing.TB, raw []byte, method, uri string, id protocol.ID) {
 	}
 }
 
-// memSource is an in-memory SubscriptionSource.
-type memSource struct {
-	mu    sync.Mutex
-	subs  map[string][]string
-	calls map[string]int
-	err   error
-	// hook, when set, runs (outside the lock) before each answer.
-	hook func(ctx context.Context, session string) error
+// newTCPEnv is newEnv with a server reached over TCP, for a registry
+// connection that must be a real network connection (reconnections, a
+// gated dialer). The publisher still connects in-process.
+func newTCPEnv(t testing.TB) *env {
+	t.Helper()
+	e, err := bus.StartEmbedded(&bus.EmbeddedOptions{Listen: "127.0.0.1:-1", Logger: quietLogger()})
+	if err != nil {
+		t.Fatalf("StartEmbedded: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), deadline)
+		defer cancel()
+		if err := e.Shutdown(ctx); err != nil {
+			t.Errorf("embedded Shutdown: %v", err)
+		}
+	})
+	v := &env{t: t, e: e, subj: bus.Subjects{Prefix: fmt.Sprintf("lt%d", prefixSeq.Add(1))}}
+	v.pub = v.conn("publisher")
+	return v
 }
 
-func newSource() *memSource {
-	return &memSource{subs: map[string][]string{}, calls: map[string]int{}}
+// gatedConn is a client's network connection whose writes can be held:
+// while held, what the client writes is kept back (Write still returns at
+// once, so nats.go never blocks holding its lock) and the server sees
+// none of it until release sends it, in order.
+type gatedConn struct {
+	net.Conn
+	mu   sync.Mutex
+	held bool
+	kept []byte
 }
 
-func (m *memSource) set(session string, uris ...string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.subs[session] = append([]string(nil), uris...)
+func (c *gatedConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.held {
+		c.kept = append(c.kept, p...)
+		return len(p), nil
+	}
+	return c.Conn.Write(p)
 }
 
-func (m *memSource) setErr(err error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.err = err
+func (c *gatedConn) hold() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.held = true
 }
 
-func (m *memSource) setHook(h func(ctx context.Context, session string) error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.hook = h
-}
-
-func (m *memSource) callCount(session string) int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.calls[session]
-}
-
-func (m *memSource) Subscriptions(ctx context.Context, session string) ([]string, error) {
-	m.mu.Lock()
-	m.calls[session]++
-	hook, err := m.hook, m.err
-	m.mu.Unlock()
-	if hook != nil {
-		if err := hook(ctx, session); err != nil {
-			return nil, err
+// keeps reports whether every one of the protocol lines starts is among
+// what is kept back.
+func (c *gatedConn) keeps(starts ...string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range starts {
+		if !bytes.Contains(c.kept, []byte(s)) {
+			return false
 		}
 	}
+	return true
+}
+
+func (c *gatedConn) release() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.held = false
+	kept := c.kept
+	c.kept = nil
+	_, err := c.Conn.Write(kept)
+	return err
+}
+
+// gatedConnect connects to the env's TCP server through a gatedConn (no
+// reconnection: the gate is for one connection).
+func (v *env) gatedConnect(name string) (*nats.Conn, *gatedConn) {
+	v.t.Helper()
+	d := &gatedDialer{}
+	nc, err := nats.Connect(v.e.ClientURL(), nats.Name(name), nats.NoReconnect(), nats.SetCustomDialer(d))
+	if err != nil {
+		v.t.Fatalf("Connect(%s): %v", name, err)
+	}
+	v.t.Cleanup(nc.Close)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.conns) != 1 {
+		v.t.Fatalf("%d connections dialed, want 1", len(d.conns))
+	}
+	return nc, d.conns[0]
+}
+
+type gatedDialer struct {
+	mu    sync.Mutex
+	conns []*gatedConn
+}
+
+func (d *gatedDialer) Dial(network, address string) (net.Conn, error) {
+	c, err := (&net.Dialer{Timeout: deadline}).Dial(network, address)
 	if err != nil {
 		return nil, err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]string(nil), m.subs[session]...), nil
+	g := &gatedConn{Conn: c}
+	d.mu.Lock()
+	d.conns = append(d.conns, g)
+	d.mu.Unlock()
+	return g, nil
 }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/mcpfleet/mcpfleet/pkg/bus"
 	"github.com/mcpfleet/mcpfleet/pkg/listen"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 )
@@ -184,7 +185,7 @@ func TestListenResourceSubscriptionsFilterByURI(t *testing.T) {
 	w := open(protocol.StringID("witness"), protocol.SubscriptionFilter{ResourceSubscriptions: []string{u1, u2}})
 	tools := open(protocol.StringID("tools"), protocol.SubscriptionFilter{ToolsListChanged: true, ResourcesListChanged: true})
 
-	if got := r.Watchers(); len(got) != 2 || got[u1] != [2]int{0, 2} || got[u2] != [2]int{0, 2} {
+	if got := r.Watchers(); len(got) != 2 || got[u1] != 2 || got[u2] != 2 {
 		t.Fatalf("watchers = %v", got)
 	}
 	v.noInterest(v.pub, v.subj.ResourceUpdated(u3))
@@ -322,7 +323,7 @@ func TestListenDuplicate(t *testing.T) {
 	if _, err := r.OpenListen("alice", protocol.StringID("x"), protocol.SubscriptionFilter{ResourceSubscriptions: []string{other}}); !errors.Is(err, listen.ErrDuplicate) {
 		t.Fatalf("same client and id: err = %v, want ErrDuplicate", err)
 	}
-	if w := r.Watchers(); len(w) != 1 || w[uri] != [2]int{0, 1} {
+	if w := r.Watchers(); len(w) != 1 || w[uri] != 1 {
 		t.Fatalf("a refused duplicate changed the URI subscriptions: %v", w)
 	}
 	// The original goes on.
@@ -381,7 +382,7 @@ func TestListenCloseDropsURIs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w := r.Watchers(); w[u1] != [2]int{0, 2} || w[u2] != [2]int{0, 1} {
+	if w := r.Watchers(); w[u1] != 2 || w[u2] != 1 {
 		t.Fatalf("watchers = %v", w)
 	}
 	if a.Reason() != "" {
@@ -396,7 +397,7 @@ func TestListenCloseDropsURIs(t *testing.T) {
 	if n := r.ListenCount(); n != 1 {
 		t.Fatalf("ListenCount = %d", n)
 	}
-	if w := r.Watchers(); len(w) != 1 || w[u1] != [2]int{0, 1} {
+	if w := r.Watchers(); len(w) != 1 || w[u1] != 1 {
 		t.Fatalf("watchers after closing a = %v", w)
 	}
 	v.noInterest(nc, v.subj.ResourceUpdated(u2))
@@ -420,9 +421,7 @@ func TestListenCloseDropsURIs(t *testing.T) {
 func TestShutdown(t *testing.T) {
 	v := newEnv(t)
 	nc := v.conn("fe")
-	src := newSource()
-	src.set("sess", "file:///s")
-	r := v.registry(nc, listen.Options{Subscriptions: src})
+	r := v.registry(nc, listen.Options{})
 	ids := []protocol.ID{protocol.StringID("listen-1"), protocol.Int64ID(1), protocol.StringID(`q"`)}
 	var ls []*listen.ListenStream
 	for _, id := range ids {
@@ -493,7 +492,7 @@ func TestShutdown(t *testing.T) {
 		t.Fatalf("ListenCount = %d", n)
 	}
 	for _, subj := range []string{v.subj.ListChanged("tools"), v.subj.ResourceUpdated("file:///l"),
-		v.subj.ResourceUpdated("file:///s"), v.subj.Session("sess"), v.subj.SessionControl("sess")} {
+		v.subj.Live("sess", bus.SessionLog), v.subj.SessionControl("sess")} {
 		v.noInterest(nc, subj)
 	}
 }

@@ -14,23 +14,12 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// SubscriptionSource gives a legacy session's subscribed URIs: the one
-// method of sessionstore.Sessions a registry needs (every
-// sessionstore.Sessions implements it).
-type SubscriptionSource interface {
-	Subscriptions(ctx context.Context, session string) ([]string, error)
-}
-
 // Options configure a Registry. The zero value is valid but for the
 // required fields noted; see [Options.Validate] for what is invalid.
 type Options struct {
 	// Subjects builds bus subjects.
 	// default: the zero bus.Subjects (the default prefix)
 	Subjects bus.Subjects
-	// Subscriptions gives legacy sessions' URIs. Required for session
-	// streams.
-	// default: none (required for session streams)
-	Subscriptions SubscriptionSource
 	// Buffer is the number of messages buffered per legacy session
 	// stream. Negative is invalid.
 	// default: 256
@@ -103,13 +92,14 @@ const (
 	ReasonBusLost = "bus lost"
 )
 
+// FrameLive starts an item of SessionStream.C that is a live event of
+// the session's GET log.
+const FrameLive = 'L'
+
 // Session control messages (on Subjects.SessionControl).
 const (
 	// CtlDeleted announces that the session ended.
 	CtlDeleted = "deleted"
-	// CtlSubs announces that the session's subscriptions changed; holders
-	// reload them and reply.
-	CtlSubs = "subs"
 	// CtlGetOpened, followed by a stream tag, announces a new GET stream of
 	// the session: the older ones end, so a session has one GET stream and
 	// each message reaches exactly one stream.
@@ -134,10 +124,12 @@ type Registry struct {
 	listSub   *nats.Subscription
 }
 
+// uriEntry is the subscription to one URI's resources/updated and the
+// listen streams watching it. (Legacy sessions get theirs in their GET
+// log: see package bus, session events.)
 type uriEntry struct {
-	sub      *nats.Subscription
-	sessions map[string]struct{}
-	listens  map[*ListenStream]struct{}
+	sub     *nats.Subscription
+	listens map[*ListenStream]struct{}
 }
 
 // stream is the delivery end shared by both kinds.
@@ -318,56 +310,40 @@ func (r *Registry) ListChanged(kind string) {
 	}
 }
 
-// addURI and dropURI keep one NATS subscription per watched URI; the
-// caller holds r.mu. owner is a session id (string) or a *ListenStream.
-func (r *Registry) addURI(uri string, owner any) error {
+// addURI and dropURI keep one NATS subscription per URI listen streams
+// watch; the caller holds r.mu.
+func (r *Registry) addURI(uri string, l *ListenStream) error {
 	e := r.uris[uri]
 	if e == nil {
-		sub, err := r.nc.Subscribe(r.opts.Subjects.ResourceUpdated(uri), func(m *nats.Msg) { r.onResourceUpdated(uri, m.Data) })
+		sub, err := r.nc.Subscribe(r.opts.Subjects.ResourceUpdated(uri), func(*nats.Msg) { r.onResourceUpdated(uri) })
 		if err != nil {
 			return err
 		}
-		e = &uriEntry{sub: sub, sessions: map[string]struct{}{}, listens: map[*ListenStream]struct{}{}}
+		e = &uriEntry{sub: sub, listens: map[*ListenStream]struct{}{}}
 		r.uris[uri] = e
 	}
-	switch o := owner.(type) {
-	case string:
-		e.sessions[o] = struct{}{}
-	case *ListenStream:
-		e.listens[o] = struct{}{}
-	}
+	e.listens[l] = struct{}{}
 	return nil
 }
 
-func (r *Registry) dropURI(uri string, owner any) {
+func (r *Registry) dropURI(uri string, l *ListenStream) {
 	e := r.uris[uri]
 	if e == nil {
 		return
 	}
-	switch o := owner.(type) {
-	case string:
-		delete(e.sessions, o)
-	case *ListenStream:
-		delete(e.listens, o)
-	}
-	if len(e.sessions) == 0 && len(e.listens) == 0 {
+	delete(e.listens, l)
+	if len(e.listens) == 0 {
 		_ = e.sub.Unsubscribe()
 		delete(r.uris, uri)
 	}
 }
 
-func (r *Registry) onResourceUpdated(uri string, msg []byte) {
-	legacy := bus.AppendFrame(nil, bus.FrameNotification, msg)
+func (r *Registry) onResourceUpdated(uri string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e := r.uris[uri]
 	if e == nil {
 		return
-	}
-	for sid := range e.sessions {
-		if s := r.sessions[sid]; s != nil {
-			s.deliver(legacy)
-		}
 	}
 	for l := range e.listens {
 		l.offer(l.tag(protocol.NotificationResourceUpdated, uri))

@@ -3,7 +3,6 @@ package listen
 import (
 	"context"
 	"strings"
-	"time"
 
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
 	"github.com/nats-io/nats.go"
@@ -16,16 +15,17 @@ type session struct {
 	streams []*SessionStream
 	next    int // round robin among streams
 	subs    []*nats.Subscription
-	uris    map[string]struct{}
 	// ready is closed once the first stream has made the session's
 	// subscriptions; err (set before) says why they could not be made.
 	ready chan struct{}
 	err   error
 }
 
-// SessionStream is one legacy GET stream. C delivers frames (a kind byte,
-// bus.FrameNotification or bus.FrameServerRequest, then the JSON-RPC
-// message).
+// SessionStream is one legacy GET stream. C delivers two kinds of items:
+// FrameLive followed by a live event of the session's GET log (an index
+// and a message already logged, bus.ParseLiveEvent), and
+// bus.FrameNotification followed by a notification this frontend raised
+// itself (list_changed), which the stream logs.
 type SessionStream struct {
 	stream
 	// Session is the legacy session id.
@@ -62,8 +62,9 @@ func (s *session) deliver(frame []byte) {
 }
 
 // OpenSession registers a GET stream of a legacy session. The first stream
-// of a session subscribes to the session's subjects and URIs (loaded from
-// the store) before OpenSession returns. Close the stream when done. It
+// of a session subscribes to the live subject of the session's GET log
+// (Subjects.Live(session, bus.SessionLog)) and to its control subject
+// before OpenSession returns. Close the stream when done. It
 // fails with ErrClosed after Shutdown and ErrBusLost while the bus is lost
 // (see [Registry.BusLost]).
 func (r *Registry) OpenSession(ctx context.Context, sessionID string) (*SessionStream, error) {
@@ -95,7 +96,7 @@ func (r *Registry) OpenSession(ctx context.Context, sessionID string) (*SessionS
 		}
 		return g.lostCheck()
 	}
-	s = &session{id: sessionID, streams: []*SessionStream{g}, uris: map[string]struct{}{}, ready: make(chan struct{})}
+	s = &session{id: sessionID, streams: []*SessionStream{g}, ready: make(chan struct{})}
 	r.sessions[sessionID] = s
 	r.mu.Unlock()
 
@@ -122,12 +123,9 @@ func (g *SessionStream) lostCheck() (*SessionStream, error) {
 func (r *Registry) subscribeSession(ctx context.Context, s *session) error {
 	sessionID := s.id
 	subj := r.opts.Subjects
-	q, err := r.nc.QueueSubscribe(subj.Session(sessionID), bus.SessionQueue, func(m *nats.Msg) {
-		kind, payload := bus.ParseFrame(m.Data, "")
-		if kind != bus.FrameNotification && kind != bus.FrameServerRequest {
-			return
-		}
-		frame := bus.AppendFrame(nil, kind, payload)
+	q, err := r.nc.Subscribe(subj.Live(sessionID, bus.SessionLog), func(m *nats.Msg) {
+		frame := make([]byte, 0, 1+len(m.Data))
+		frame = append(append(frame, FrameLive), m.Data...)
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if s := r.sessions[sessionID]; s != nil {
@@ -153,9 +151,6 @@ func (r *Registry) subscribeSession(ctx context.Context, s *session) error {
 	}
 	s.subs = append(s.subs, q, ctl)
 	r.mu.Unlock()
-	if err := r.reload(ctx, sessionID); err != nil {
-		return err
-	}
 	return r.flush()
 }
 
@@ -187,8 +182,8 @@ func (g *SessionStream) Close() {
 	r.dropSession(s)
 }
 
-// dropSession forgets session s and drops its bus subscriptions (its
-// subjects and its URIs); the caller holds r.mu.
+// dropSession forgets session s and drops its bus subscriptions; the
+// caller holds r.mu.
 func (r *Registry) dropSession(s *session) {
 	if r.sessions[s.id] == s {
 		delete(r.sessions, s.id)
@@ -197,14 +192,10 @@ func (r *Registry) dropSession(s *session) {
 		_ = sub.Unsubscribe()
 	}
 	s.subs = nil
-	for uri := range s.uris {
-		r.dropURI(uri, s.id)
-	}
-	clear(s.uris)
 }
 
-// control handles a session lifecycle message: deletion ends the streams;
-// CtlSubs reloads the subscriptions and replies once they are in place.
+// control handles a session lifecycle message: deletion ends the
+// streams, a newer GET stream supersedes the older ones.
 func (r *Registry) control(sessionID string, m *nats.Msg) {
 	if tag, ok := strings.CutPrefix(string(m.Data), CtlGetOpened); ok {
 		r.mu.Lock()
@@ -221,8 +212,7 @@ func (r *Registry) control(sessionID string, m *nats.Msg) {
 		r.mu.Unlock()
 		return
 	}
-	switch string(m.Data) {
-	case CtlDeleted:
+	if string(m.Data) == CtlDeleted {
 		r.mu.Lock()
 		if s := r.sessions[sessionID]; s != nil {
 			for _, g := range s.streams {
@@ -230,49 +220,5 @@ func (r *Registry) control(sessionID string, m *nats.Msg) {
 			}
 		}
 		r.mu.Unlock()
-	case CtlSubs:
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := r.reload(ctx, sessionID); err != nil {
-			r.log.Warn("listen: reloading subscriptions", "err", err)
-		}
-		_ = r.flush()
-		if m.Reply != "" {
-			_ = m.Respond([]byte("ok"))
-		}
 	}
-}
-
-// reload makes the session's URI subscriptions match the store.
-func (r *Registry) reload(ctx context.Context, sessionID string) error {
-	uris, err := r.opts.Subscriptions.Subscriptions(ctx, sessionID)
-	if err != nil {
-		return err
-	}
-	want := make(map[string]struct{}, len(uris))
-	for _, u := range uris {
-		want[u] = struct{}{}
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	s := r.sessions[sessionID]
-	if s == nil {
-		return nil
-	}
-	for u := range s.uris {
-		if _, ok := want[u]; !ok {
-			delete(s.uris, u)
-			r.dropURI(u, sessionID)
-		}
-	}
-	for u := range want {
-		if _, ok := s.uris[u]; ok {
-			continue
-		}
-		if err := r.addURI(u, sessionID); err != nil {
-			return err
-		}
-		s.uris[u] = struct{}{}
-	}
-	return nil
 }

@@ -29,66 +29,65 @@ func openSession(t testing.TB, r *listen.Registry, id string) *listen.SessionStr
 	return g
 }
 
-// sessionFrame is a session-scoped message as workers publish it.
-func sessionFrame(i int) []byte {
-	if i%2 == 0 {
-		return bus.AppendFrame(nil, bus.FrameNotification,
-			fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":%d}}`, i))
+// liveEvent is the i-th live event of a session's GET log as the frontend
+// that logged it publishes it on the log's live subject
+// (bus.AppendLiveEvent): index i+1, then a notification, a
+// server-to-client request or bytes that are neither valid JSON nor UTF-8
+// (the registry relays the data verbatim, it does not parse it).
+func liveEvent(i int) []byte {
+	var msg []byte
+	switch i % 3 {
+	case 0:
+		msg = fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":%d}}`, i)
+	case 1:
+		msg = fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"roots/list"}`, i)
+	default:
+		msg = fmt.Appendf(nil, "line\n%d\xff\x00\r\n", i)
 	}
-	return bus.AppendFrame(nil, bus.FrameServerRequest,
-		fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"roots/list"}`, i))
+	return bus.AppendLiveEvent(nil, uint64(i+1), msg)
 }
 
-func TestSessionResourceUpdated(t *testing.T) {
+// liveItem is what a SessionStream delivers for a live event published
+// with data: FrameLive, then the data as published.
+func liveItem(data []byte) []byte {
+	return append([]byte{listen.FrameLive}, data...)
+}
+
+// A legacy session's resources/updated come in its GET log, as live
+// events like any other: the registry subscribes to no URI for a session
+// (only to its live and control subjects), and an update published on a
+// URI subject reaches no session stream.
+func TestSessionGetsNoResourceUpdated(t *testing.T) {
 	v := newEnv(t)
 	nc := v.conn("fe")
-	src := newSource()
-	u1, u2, other := "file:///one", "mem://two ü", "file:///not-subscribed"
-	src.set("s1", u1, u2)
-	src.set("s2", u2)
-	r := v.registry(nc, listen.Options{Subscriptions: src})
-
-	g1, err := r.OpenSession(context.Background(), "s1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g1.Close()
-	// Published from another connection as soon as OpenSession returns.
-	if err := v.pub.Publish(v.subj.ResourceUpdated(u1), resourceUpdatedMsg(u1)); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := recv(t, g1.C(), "s1: u1"), legacyFrame(resourceUpdatedMsg(u1)); !bytes.Equal(got, want) {
-		t.Fatalf("frame = %q, want %q", got, want)
-	}
-	if n := src.callCount("s1"); n != 1 {
-		t.Fatalf("source asked %d times for s1, want 1", n)
-	}
-
+	r := v.registry(nc, listen.Options{})
+	base := nc.NumSubscriptions() // list_changed
+	u := "file:///one"
+	g1 := openSession(t, r, "s1")
 	g2 := openSession(t, r, "s2")
-	if w := r.Watchers(); len(w) != 2 || w[u1] != [2]int{1, 0} || w[u2] != [2]int{2, 0} {
-		t.Fatalf("watchers = %v", w)
+	if n := nc.NumSubscriptions() - base; n != 4 {
+		t.Fatalf("two sessions made %d subscriptions, want 4 (each its live and control subjects)", n)
 	}
-	v.noInterest(nc, v.subj.ResourceUpdated(other))
+	if w := r.Watchers(); len(w) != 0 {
+		t.Fatalf("watchers = %v with session streams only", w)
+	}
+	v.noInterest(nc, v.subj.ResourceUpdated(u))
 
-	v.resourceUpdated(u2)
-	want := legacyFrame(resourceUpdatedMsg(u2))
-	if got := recv(t, g1.C(), "s1: u2"); !bytes.Equal(got, want) {
-		t.Fatalf("s1 frame = %q", got)
+	v.resourceUpdated(u)
+	// The update as a session gets it now: a live event of its log.
+	ev := bus.AppendLiveEvent(nil, 1, resourceUpdatedMsg(u))
+	v.publishLive("s1", ev)
+	if got := recv(t, g1.C(), "s1"); !bytes.Equal(got, liveItem(ev)) {
+		t.Fatalf("s1 got %q, want %q", got, liveItem(ev))
 	}
-	if got := recv(t, g2.C(), "s2: u2"); !bytes.Equal(got, want) {
-		t.Fatalf("s2 frame = %q", got)
-	}
-	v.resourceUpdated(u1)
-	recv(t, g1.C(), "s1: second u1")
-	r.Barrier()
-	empty(t, g2.C(), "s2 (not subscribed to u1)")
-	empty(t, g1.C(), "s1")
+	v.settle(nc)
+	empty(t, g1.C(), "s1 (the update on the URI subject)")
+	empty(t, g2.C(), "s2")
 }
 
 func TestSessionListChangedReachesEverySession(t *testing.T) {
 	v := newEnv(t)
-	src := newSource()
-	r := v.registry(v.conn("fe"), listen.Options{Subscriptions: src})
+	r := v.registry(v.conn("fe"), listen.Options{})
 	var gs []*listen.SessionStream
 	for i := range 3 {
 		gs = append(gs, openSession(t, r, fmt.Sprintf("s%d", i)))
@@ -161,7 +160,7 @@ func checkFrames(t *testing.T, got [][][]byte, n int) {
 	}
 	var want []string
 	for i := range n {
-		want = append(want, string(sessionFrame(i)))
+		want = append(want, string(liveItem(liveEvent(i))))
 	}
 	sort.Strings(all)
 	sort.Strings(want)
@@ -170,29 +169,27 @@ func checkFrames(t *testing.T, got [][][]byte, n int) {
 	}
 }
 
-func TestSessionFrameReachesOneStream(t *testing.T) {
+// Each live event of a session reaches one of its streams on the
+// registry, round robin, as FrameLive and the data verbatim; other
+// sessions' streams get nothing of it.
+func TestSessionLiveReachesOneStream(t *testing.T) {
 	v := newEnv(t)
 	nc := v.conn("fe")
-	r := v.registry(nc, listen.Options{Subscriptions: newSource()})
+	r := v.registry(nc, listen.Options{})
 	g1 := openSession(t, r, "s")
 	g2 := openSession(t, r, "s")
 	other := openSession(t, r, "other")
 	if n := r.SessionStreams("s"); n != 2 {
 		t.Fatalf("SessionStreams = %d", n)
 	}
+	// The live subject of the session's GET log only: not that of another
+	// stream of the session (a detached POST stream's, say).
+	v.noInterest(nc, v.subj.Live("s", "st1"))
 
 	before := inMsgs(t, nc)
-	// Frames that are not for a GET stream go first: they are dropped, and
-	// since one subscription handles the subject in order, they have been
-	// handled once the real frames arrived.
-	junk := [][]byte{nil, []byte("Xgarbage"), bus.AppendFrame(nil, bus.FrameResponse, []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)),
-		bus.AppendFrame(nil, bus.FrameHeartbeat, []byte("w1")), bus.AppendFrame(nil, bus.FrameEnd, nil)}
-	for _, j := range junk {
-		v.publish(v.subj.Session("s"), j)
-	}
 	const n = 10
 	for i := range n {
-		v.publish(v.subj.Session("s"), sessionFrame(i))
+		v.publishLive("s", liveEvent(i))
 	}
 	got := collect(t, n, g1, g2)
 	r.Barrier()
@@ -203,7 +200,7 @@ func TestSessionFrameReachesOneStream(t *testing.T) {
 	// Round robin: each stream got half, each in publication order.
 	index := map[string]int{}
 	for i := range n {
-		index[string(sessionFrame(i))] = i
+		index[string(liveItem(liveEvent(i)))] = i
 	}
 	for k, fs := range got {
 		if len(fs) != n/2 {
@@ -215,44 +212,57 @@ func TestSessionFrameReachesOneStream(t *testing.T) {
 			}
 		}
 	}
-	// The frontend got each message once: a single (queue) subscription.
-	if d := inMsgs(t, nc) - before; d != uint64(n+len(junk)) {
-		t.Fatalf("the frontend connection received %d messages for %d published", d, n+len(junk))
+	// The frontend got each message once: one subscription for the
+	// session, whatever its number of streams.
+	if d := inMsgs(t, nc) - before; d != n {
+		t.Fatalf("the frontend connection received %d messages for %d published", d, n)
 	}
 }
 
-func TestSessionFrameAcrossFrontends(t *testing.T) {
+// The live subject is a plain subscription, not a queue group: every
+// frontend with streams of the session gets every live event and hands it
+// to one of its own streams. (That a session has one GET stream is the
+// supersede rule's doing: TestSessionSupersedeOrder.)
+func TestSessionLiveAcrossFrontends(t *testing.T) {
 	v := newEnv(t)
-	src := newSource()
 	nc1, nc2 := v.conn("fe1"), v.conn("fe2")
-	r1 := v.registry(nc1, listen.Options{Subscriptions: src})
-	r2 := v.registry(nc2, listen.Options{Subscriptions: src})
-	g1 := openSession(t, r1, "s")
+	r1 := v.registry(nc1, listen.Options{})
+	r2 := v.registry(nc2, listen.Options{})
+	g1a := openSession(t, r1, "s")
+	g1b := openSession(t, r1, "s")
 	g2 := openSession(t, r2, "s")
 
-	before := inMsgs(t, nc1, nc2)
-	const n = 40
+	before1, before2 := inMsgs(t, nc1), inMsgs(t, nc2)
+	const n = 20
 	for i := range n {
-		v.publish(v.subj.Session("s"), sessionFrame(i))
+		v.publishLive("s", liveEvent(i))
 	}
-	got := collect(t, n, g1, g2)
-	// Each message went to exactly one of the frontends (queue group): the
-	// two connections together received n messages, not 2n.
-	if d := inMsgs(t, nc1, nc2) - before; d != n {
-		t.Fatalf("the frontends received %d messages for %d published", d, n)
+	for i := range n {
+		if got, want := recv(t, g2.C(), fmt.Sprintf("fe2: event %d", i)), liveItem(liveEvent(i)); !bytes.Equal(got, want) {
+			t.Fatalf("fe2: event %d = %q, want %q", i, got, want)
+		}
+	}
+	got := collect(t, n, g1a, g1b)
+	checkFrames(t, got, n)
+	if len(got[0]) != n/2 || len(got[1]) != n/2 {
+		t.Fatalf("fe1's streams got %d and %d events, want %d each (round robin)", len(got[0]), len(got[1]), n/2)
+	}
+	d1, d2 := inMsgs(t, nc1)-before1, inMsgs(t, nc2)-before2
+	if d1 != n || d2 != n {
+		t.Fatalf("the frontends received %d and %d messages for %d published, want %d each", d1, d2, n, n)
 	}
 	r1.Barrier()
 	r2.Barrier()
-	empty(t, g1.C(), "fe1")
+	empty(t, g1a.C(), "fe1 a")
+	empty(t, g1b.C(), "fe1 b")
 	empty(t, g2.C(), "fe2")
-	checkFrames(t, got, n)
 }
 
 func TestSessionCtlDeleted(t *testing.T) {
 	v := newEnv(t)
-	src := newSource()
-	r1 := v.registry(v.conn("fe1"), listen.Options{Subscriptions: src})
-	r2 := v.registry(v.conn("fe2"), listen.Options{Subscriptions: src})
+	nc1 := v.conn("fe1")
+	r1 := v.registry(nc1, listen.Options{})
+	r2 := v.registry(v.conn("fe2"), listen.Options{})
 	doomed := []*listen.SessionStream{openSession(t, r1, "s"), openSession(t, r1, "s"), openSession(t, r2, "s")}
 	survivor := openSession(t, r1, "other")
 
@@ -270,82 +280,25 @@ func TestSessionCtlDeleted(t *testing.T) {
 	for i, g := range doomed {
 		empty(t, g.C(), fmt.Sprintf("deleted stream %d", i))
 	}
-	// An unknown control message changes nothing. The control subject is
-	// handled in order: once CtlSubs is answered, "bogus" was handled.
+	// Unknown control messages change nothing: "subs" too, which asked
+	// the holders to reload the session's URIs (they hold none now).
 	v.publish(v.subj.SessionControl("other"), []byte("bogus"))
-	if _, err := v.pub.Request(v.subj.SessionControl("other"), []byte(listen.CtlSubs), deadline); err != nil {
-		t.Fatalf("CtlSubs: %v", err)
-	}
+	v.publish(v.subj.SessionControl("other"), []byte("subs"))
+	v.settle(nc1)
 	notDone(t, survivor.Done(), "another session after a bogus control message")
 	v.listChanged("prompts")
 	recv(t, survivor.C(), "another session after a bogus control message")
 }
 
-func TestSessionCtlSubsReloads(t *testing.T) {
-	v := newEnv(t)
-	nc := v.conn("fe")
-	src := newSource()
-	removed, kept, added := "file:///removed", "file:///kept", "file:///added"
-	src.set("s", removed, kept)
-	r := v.registry(nc, listen.Options{Subscriptions: src})
-	g := openSession(t, r, "s")
-	if w := r.Watchers(); len(w) != 2 || w[removed] != [2]int{1, 0} || w[kept] != [2]int{1, 0} {
-		t.Fatalf("watchers = %v", w)
-	}
-
-	src.set("s", kept, added)
-	reply, err := v.pub.Request(v.subj.SessionControl("s"), []byte(listen.CtlSubs), deadline)
-	if err != nil {
-		t.Fatalf("CtlSubs request: %v", err)
-	}
-	if len(reply.Data) == 0 {
-		t.Fatal("empty reply")
-	}
-	if n := src.callCount("s"); n != 2 {
-		t.Fatalf("source asked %d times, want 2 (open, reload)", n)
-	}
-	if w := r.Watchers(); len(w) != 2 || w[added] != [2]int{1, 0} || w[kept] != [2]int{1, 0} {
-		t.Fatalf("watchers after reload = %v", w)
-	}
-	// The reply comes once the new subscription is in place: no wait.
-	if err := v.pub.Publish(v.subj.ResourceUpdated(added), resourceUpdatedMsg(added)); err != nil {
-		t.Fatal(err)
-	}
-	if got := recv(t, g.C(), "added"); !bytes.Equal(got, legacyFrame(resourceUpdatedMsg(added))) {
-		t.Fatalf("frame = %q", got)
-	}
-	// The removed URI is no longer routed to this frontend at all.
-	v.noInterest(nc, v.subj.ResourceUpdated(removed))
-	v.resourceUpdated(removed)
-	v.resourceUpdated(kept)
-	if got := recv(t, g.C(), "kept"); !bytes.Equal(got, legacyFrame(resourceUpdatedMsg(kept))) {
-		t.Fatalf("frame = %q, want the kept URI's update only", got)
-	}
-	r.Barrier()
-	empty(t, g.C(), "session")
-
-	// A reload that fails leaves the subscriptions as they were, and
-	// still answers.
-	src.setErr(errors.New("store down"))
-	if _, err := v.pub.Request(v.subj.SessionControl("s"), []byte(listen.CtlSubs), deadline); err != nil {
-		t.Fatalf("CtlSubs request with the store down: %v", err)
-	}
-	if w := r.Watchers(); len(w) != 2 || w[added] != [2]int{1, 0} || w[kept] != [2]int{1, 0} {
-		t.Fatalf("watchers after a failed reload = %v", w)
-	}
-}
-
 func TestSessionLastCloseUnsubscribes(t *testing.T) {
 	v := newEnv(t)
 	nc := v.conn("fe")
-	src := newSource()
-	u := "file:///u"
-	src.set("s", u)
-	r := v.registry(nc, listen.Options{Subscriptions: src})
+	r := v.registry(nc, listen.Options{})
+	base := nc.NumSubscriptions() // list_changed
 	g1 := openSession(t, r, "s")
 	g2 := openSession(t, r, "s")
-	if n := src.callCount("s"); n != 1 {
-		t.Fatalf("source asked %d times, want once for the session's first stream", n)
+	if n := nc.NumSubscriptions() - base; n != 2 {
+		t.Fatalf("%d subscriptions for a session with two streams, want 2 (its live and control subjects, made once)", n)
 	}
 
 	g1.Close()
@@ -358,12 +311,10 @@ func TestSessionLastCloseUnsubscribes(t *testing.T) {
 		t.Fatalf("SessionStreams = %d", n)
 	}
 	// The remaining stream gets everything.
-	v.resourceUpdated(u)
-	recv(t, g2.C(), "remaining stream: resource")
 	for i := range 3 {
-		v.publish(v.subj.Session("s"), sessionFrame(i))
-		if got := recv(t, g2.C(), "remaining stream: frame"); !bytes.Equal(got, sessionFrame(i)) {
-			t.Fatalf("frame = %q", got)
+		v.publishLive("s", liveEvent(i))
+		if got, want := recv(t, g2.C(), "remaining stream"), liveItem(liveEvent(i)); !bytes.Equal(got, want) {
+			t.Fatalf("frame = %q, want %q", got, want)
 		}
 	}
 	r.Barrier()
@@ -373,140 +324,153 @@ func TestSessionLastCloseUnsubscribes(t *testing.T) {
 	if n := r.SessionCount(); n != 0 {
 		t.Fatalf("SessionCount = %d after the last Close", n)
 	}
-	if w := r.Watchers(); len(w) != 0 {
-		t.Fatalf("watchers = %v after the last Close", w)
+	if n := nc.NumSubscriptions(); n != base {
+		t.Fatalf("%d subscriptions after the last Close, want %d", n, base)
 	}
-	for _, subj := range []string{v.subj.Session("s"), v.subj.SessionControl("s"), v.subj.ResourceUpdated(u)} {
+	for _, subj := range []string{v.subj.Live("s", bus.SessionLog), v.subj.SessionControl("s")} {
 		v.noInterest(nc, subj)
 	}
 	g2.Close()
 
 	// The session can come back.
 	g3 := openSession(t, r, "s")
-	v.resourceUpdated(u)
-	recv(t, g3.C(), "reopened session")
+	v.publishLive("s", liveEvent(3))
+	if got, want := recv(t, g3.C(), "reopened session"), liveItem(liveEvent(3)); !bytes.Equal(got, want) {
+		t.Fatalf("frame = %q, want %q", got, want)
+	}
 }
 
+// A listen stream's URI subscription is its own: a legacy session's
+// stream on the same registry gets none of its updates, and the session
+// neither holds the subscription nor keeps it alive.
 func TestSessionAndListenShareURI(t *testing.T) {
 	v := newEnv(t)
 	nc := v.conn("fe")
-	src := newSource()
 	u := "file:///shared"
-	src.set("s", u)
-	r := v.registry(nc, listen.Options{Subscriptions: src})
-	g, err := r.OpenSession(context.Background(), "s")
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := v.registry(nc, listen.Options{})
+	g := openSession(t, r, "s")
 	l, err := r.OpenListen("c", protocol.Int64ID(5), protocol.SubscriptionFilter{ResourceSubscriptions: []string{u}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w := r.Watchers(); w[u] != [2]int{1, 1} {
+	defer l.Close()
+	if w := r.Watchers(); len(w) != 1 || w[u] != 1 {
 		t.Fatalf("watchers = %v", w)
 	}
 	v.resourceUpdated(u)
-	recv(t, g.C(), "session")
 	checkTagged(t, recv(t, l.C(), "listen"), protocol.NotificationResourceUpdated, u, l.ID)
+	r.Barrier() // the update's deliveries are over
+	empty(t, g.C(), "session stream")
 
 	g.Close()
-	if w := r.Watchers(); w[u] != [2]int{0, 1} {
+	if w := r.Watchers(); len(w) != 1 || w[u] != 1 {
 		t.Fatalf("watchers after the session closed = %v", w)
 	}
 	v.resourceUpdated(u)
 	checkTagged(t, recv(t, l.C(), "listen after session closed"), protocol.NotificationResourceUpdated, u, l.ID)
+
+	g2 := openSession(t, r, "s")
 	l.Close()
+	if w := r.Watchers(); len(w) != 0 {
+		t.Fatalf("watchers after the listen stream closed = %v", w)
+	}
 	v.noInterest(nc, v.subj.ResourceUpdated(u))
+	notDone(t, g2.Done(), "session stream")
 }
 
-func TestSessionSourceError(t *testing.T) {
+// OpenSession on a closed connection fails cleanly: ErrBusLost (the
+// client retries on another frontend) and nothing registered, so the next
+// open fails the same way instead of joining a half-opened session.
+func TestSessionOpenOnClosedConnection(t *testing.T) {
 	v := newEnv(t)
 	nc := v.conn("fe")
-	src := newSource()
-	src.set("s", "file:///u")
-	boom := errors.New("store down")
-	src.setErr(boom)
-	r := v.registry(nc, listen.Options{Subscriptions: src})
-	if _, err := r.OpenSession(context.Background(), "s"); !errors.Is(err, boom) {
-		t.Fatalf("OpenSession: err = %v, want %v", err, boom)
+	r := v.registry(nc, listen.Options{})
+	nc.Close()
+	for i := range 2 {
+		g, err := r.OpenSession(t.Context(), "s")
+		if !errors.Is(err, listen.ErrBusLost) || g != nil {
+			t.Fatalf("OpenSession %d on a closed connection = %v, %v; want nil, ErrBusLost", i, g, err)
+		}
+		if n := r.SessionStreams("s"); n != -1 {
+			t.Fatalf("SessionStreams = %d after a failed open, want -1 (not registered)", n)
+		}
 	}
 	if n := r.SessionCount(); n != 0 {
-		t.Fatalf("SessionCount = %d after a failed open", n)
+		t.Fatalf("SessionCount = %d", n)
 	}
-	for _, subj := range []string{v.subj.Session("s"), v.subj.SessionControl("s"), v.subj.ResourceUpdated("file:///u")} {
-		v.noInterest(nc, subj)
-	}
-	src.setErr(nil)
-	g := openSession(t, r, "s")
-	v.resourceUpdated("file:///u")
-	recv(t, g.C(), "after the store came back")
 }
 
 func TestSessionSlowReader(t *testing.T) {
 	v := newEnv(t)
-	r := v.registry(v.conn("fe"), listen.Options{Subscriptions: newSource(), Buffer: 1})
+	r := v.registry(v.conn("fe"), listen.Options{Buffer: 1})
 	g := openSession(t, r, "s")
-	v.publish(v.subj.Session("s"), sessionFrame(0))
-	v.publish(v.subj.Session("s"), sessionFrame(1))
+	v.publishLive("s", liveEvent(0))
+	v.publishLive("s", liveEvent(1))
 	waitDone(t, g.Done(), "slow session stream")
 	if g.Reason() != listen.ReasonSlow {
 		t.Fatalf("Reason = %q, want %q", g.Reason(), listen.ReasonSlow)
 	}
-	if got := recv(t, g.C(), "buffered"); !bytes.Equal(got, sessionFrame(0)) {
+	if got := recv(t, g.C(), "buffered"); !bytes.Equal(got, liveItem(liveEvent(0))) {
 		t.Fatalf("buffered frame = %q", got)
 	}
 }
 
-// TestSessionSecondOpenWaitsForSubscriptions opens a second stream of a
-// session while the first is still loading the session's URIs: the
-// second OpenSession must not return before the subscriptions are in
-// place, or an event raised right after it returns is lost.
-func TestSessionSecondOpenWaitsForSubscriptions(t *testing.T) {
-	v := newEnv(t)
-	src := newSource()
-	u := "file:///u"
-	src.set("s", u)
-	entered, release := make(chan struct{}, 1), make(chan struct{})
-	src.setHook(func(ctx context.Context, _ string) error {
-		select {
-		case entered <- struct{}{}:
-		default:
-		}
-		select {
-		case <-release:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	})
-	r := v.registry(v.conn("fe"), listen.Options{Subscriptions: src})
-
-	type opened struct {
-		g   *listen.SessionStream
-		err error
-	}
-	first := make(chan opened, 1)
+// heldOpen starts OpenSession(s) on r while gate holds the registry's
+// writes, and returns once the open has made the session's subscriptions
+// and waits for the server to confirm them (its SUBs and PING are held
+// back): the window in which a second stream of the session can join.
+func heldOpen(t *testing.T, v *env, r *listen.Registry, gate *gatedConn, s string) <-chan opened {
+	t.Helper()
+	gate.hold()
+	ch := make(chan opened, 1)
 	go func() {
-		g, err := r.OpenSession(context.Background(), "s")
-		first <- opened{g, err}
+		g, err := r.OpenSession(context.Background(), s)
+		ch <- opened{g, err}
 	}()
-	select {
-	case <-entered:
-	case <-time.After(deadline):
-		t.Fatal("the first OpenSession never asked the source")
-	}
-	// The second open, like a handler, raises an event at once.
+	waitFor(t, "the first open's subscriptions and flush, held back", func() bool {
+		return gate.keeps("SUB "+v.subj.Live(s, bus.SessionLog)+" ", "SUB "+v.subj.SessionControl(s)+" ", "PING\r\n")
+	})
+	return ch
+}
+
+type opened struct {
+	g   *listen.SessionStream
+	err error
+}
+
+// TestSessionSecondOpenWaitsForSubscriptions opens a second stream of a
+// session while the first is still making the session's subscriptions
+// (the server has not got them yet: the registry's connection is held):
+// the second OpenSession must not return before they are in place, or a
+// live event published right after it returns is lost.
+func TestSessionSecondOpenWaitsForSubscriptions(t *testing.T) {
+	v := newTCPEnv(t)
+	nc, gate := v.gatedConnect("fe")
+	r := v.registry(nc, listen.Options{})
+	first := heldOpen(t, v, r, gate, "s")
+
+	// The second open, like a handler, has an event raised at once.
+	ev := liveEvent(0)
 	second := make(chan opened, 1)
 	go func() {
 		g, err := r.OpenSession(context.Background(), "s")
 		if err == nil {
-			_ = v.pub.Publish(v.subj.ResourceUpdated(u), resourceUpdatedMsg(u))
+			_ = v.pub.Publish(v.subj.Live("s", bus.SessionLog), ev)
 			_ = v.pub.Flush()
 		}
 		second <- opened{g, err}
 	}()
 	waitFor(t, "the second stream to register", func() bool { return r.SessionStreams("s") == 2 })
-	close(release)
+	select {
+	case o := <-first:
+		t.Fatalf("the first OpenSession returned (err %v) before the server confirmed its subscriptions", o.err)
+	case o := <-second:
+		t.Fatalf("the second OpenSession returned (err %v) before the server had the session's subscriptions", o.err)
+	default:
+	}
+	if err := gate.release(); err != nil {
+		t.Fatalf("release: %v", err)
+	}
 
 	var o1, o2 opened
 	for range 2 {
@@ -522,77 +486,56 @@ func TestSessionSecondOpenWaitsForSubscriptions(t *testing.T) {
 	}
 	defer o1.g.Close()
 	defer o2.g.Close()
-	want := legacyFrame(resourceUpdatedMsg(u))
+	want := liveItem(ev)
 	select {
 	case got := <-o1.g.C():
 		if !bytes.Equal(got, want) {
-			t.Fatalf("frame = %q", got)
+			t.Fatalf("frame = %q, want %q", got, want)
 		}
 	case got := <-o2.g.C():
 		if !bytes.Equal(got, want) {
-			t.Fatalf("frame = %q", got)
+			t.Fatalf("frame = %q, want %q", got, want)
 		}
 	case <-time.After(deadline):
-		t.Fatal("an event raised right after the second OpenSession returned was lost")
+		t.Fatal("a live event published right after the second OpenSession returned was lost")
 	}
 }
 
 // TestSessionSecondOpenFailsWithTheFirst: when the session's first stream
-// cannot subscribe, a stream that joined meanwhile fails too instead of
-// being left on a session that receives nothing.
+// cannot make its subscriptions (here the connection closes while the
+// server's confirmation is awaited), a stream that joined meanwhile fails
+// with the same error instead of being left on a session that receives
+// nothing, and nothing of the session is left.
 func TestSessionSecondOpenFailsWithTheFirst(t *testing.T) {
-	v := newEnv(t)
-	nc := v.conn("fe")
-	src := newSource()
-	boom := errors.New("store down")
-	entered, release := make(chan struct{}, 1), make(chan struct{})
-	src.setHook(func(ctx context.Context, _ string) error {
-		select {
-		case entered <- struct{}{}:
-		default:
-		}
-		select {
-		case <-release:
-			return boom
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	})
-	r := v.registry(nc, listen.Options{Subscriptions: src})
-	errs := make(chan error, 2)
-	go func() {
-		_, err := r.OpenSession(context.Background(), "s")
-		errs <- err
-	}()
-	select {
-	case <-entered:
-	case <-time.After(deadline):
-		t.Fatal("the first OpenSession never asked the source")
-	}
+	v := newTCPEnv(t)
+	nc, gate := v.gatedConnect("fe")
+	r := v.registry(nc, listen.Options{})
+	first := heldOpen(t, v, r, gate, "s")
+	second := make(chan opened, 1)
 	go func() {
 		g, err := r.OpenSession(context.Background(), "s")
-		if err == nil {
-			g.Close()
-		}
-		errs <- err
+		second <- opened{g, err}
 	}()
 	waitFor(t, "the second stream to register", func() bool { return r.SessionStreams("s") == 2 })
-	close(release)
-	for i := range 2 {
+	nc.Close()
+	for i, ch := range []<-chan opened{first, second} {
 		select {
-		case err := <-errs:
-			if !errors.Is(err, boom) {
-				t.Fatalf("OpenSession %d: err = %v, want %v", i, err, boom)
+		case o := <-ch:
+			if o.g != nil || !errors.Is(o.err, nats.ErrConnectionClosed) {
+				if o.g != nil {
+					o.g.Close()
+				}
+				t.Fatalf("OpenSession %d = %v, %v; want nil, %v", i+1, o.g, o.err, nats.ErrConnectionClosed)
 			}
 		case <-time.After(deadline):
-			t.Fatal("OpenSession did not return")
+			t.Fatalf("OpenSession %d did not return", i+1)
 		}
 	}
 	if n := r.SessionCount(); n != 0 {
 		t.Fatalf("SessionCount = %d", n)
 	}
-	for _, subj := range []string{v.subj.Session("s"), v.subj.SessionControl("s")} {
-		v.noInterest(nc, subj)
+	if n := r.SessionStreams("s"); n != -1 {
+		t.Fatalf("SessionStreams = %d, want -1 (not registered)", n)
 	}
 }
 
@@ -612,24 +555,14 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// ctlBarrier returns once every control message of session id published
-// before it has been handled by the registries (the control subject is
-// handled in order, and CtlSubs is answered by every registry's handler).
-func ctlBarrier(t *testing.T, v *env, id string) {
-	t.Helper()
-	if _, err := v.pub.Request(v.subj.SessionControl(id), []byte(listen.CtlSubs), deadline); err != nil {
-		t.Fatalf("CtlSubs: %v", err)
-	}
-}
-
 // A GET stream is superseded only by an announcement that arrives after
 // its own: announcements published in the order a, b leave b alone while
 // a's is handled (even though b already has its tag), then end a.
 func TestSessionSupersedeOrder(t *testing.T) {
 	v := newEnv(t)
-	src := newSource()
-	r1 := v.registry(v.conn("fe1"), listen.Options{Subscriptions: src})
-	r2 := v.registry(v.conn("fe2"), listen.Options{Subscriptions: src})
+	nc1, nc2 := v.conn("fe1"), v.conn("fe2")
+	r1 := v.registry(nc1, listen.Options{})
+	r2 := v.registry(nc2, listen.Options{})
 	a := openSession(t, r1, "s")
 	a.SetTag("a")
 	b := openSession(t, r1, "s")
@@ -637,7 +570,7 @@ func TestSessionSupersedeOrder(t *testing.T) {
 	untagged := openSession(t, r1, "s")
 
 	v.publish(v.subj.SessionControl("s"), []byte(listen.CtlGetOpened+"a"))
-	ctlBarrier(t, v, "s")
+	v.settle(nc1)
 	notDone(t, a.Done(), "stream a after its own announcement")
 	notDone(t, b.Done(), "stream b after an older announcement")
 
@@ -646,7 +579,7 @@ func TestSessionSupersedeOrder(t *testing.T) {
 	if a.Reason() != listen.ReasonSuperseded {
 		t.Fatalf("a: Reason = %q, want %q", a.Reason(), listen.ReasonSuperseded)
 	}
-	ctlBarrier(t, v, "s")
+	v.settle(nc1)
 	notDone(t, b.Done(), "stream b after its own announcement")
 	notDone(t, untagged.Done(), "an untagged stream")
 
@@ -655,6 +588,6 @@ func TestSessionSupersedeOrder(t *testing.T) {
 	c.SetTag("c")
 	v.publish(v.subj.SessionControl("s"), []byte(listen.CtlGetOpened+"c"))
 	waitDone(t, b.Done(), "stream b after c's announcement")
-	ctlBarrier(t, v, "s")
+	v.settle(nc2)
 	notDone(t, c.Done(), "stream c")
 }

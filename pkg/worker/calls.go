@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
@@ -50,19 +49,9 @@ func (w *Worker) call(ctx context.Context, f *inflight, method string, params an
 	}
 	f.pending[key] = struct{}{}
 	frame := bus.AppendFrame(nil, bus.FrameServerRequest, protocol.AppendRequest(nil, id, method, raw))
+	var logged <-chan bool // a session-level request: whether a session log took it
 	if f.sessionLevel {
-		// On the session's GET stream subject: ask NATS to say at once
-		// when no GET stream is open.
-		seq := w.seq.Add(1)
-		w.mu.Lock()
-		w.noResp[seq] = key
-		w.mu.Unlock()
-		defer func() {
-			w.mu.Lock()
-			delete(w.noResp, seq)
-			w.mu.Unlock()
-		}()
-		err = w.nc.PublishMsg(&nats.Msg{Subject: f.reply, Reply: w.subj.WorkerNoResponders(w.opts.ID, seq), Data: frame})
+		logged, err = w.sess.enqueue(f.session, "", bus.FrameServerRequest, frame[1:], true)
 	} else if f.acked == nil {
 		err = w.nc.Publish(f.reply, frame)
 	}
@@ -85,29 +74,37 @@ func (w *Worker) call(ctx context.Context, f *inflight, method string, params an
 
 	timer := time.NewTimer(w.opts.CallTimeout)
 	defer timer.Stop()
-	select {
-	case m := <-c.answer:
-		if m.Error != nil {
-			return nil, m.Error
-		}
-		return m.Result, nil
-	case <-ctx.Done():
-		// Tell the client to stop waiting.
-		// When the request itself ended, its end (expire or abort)
-		// cancels the open requests before its final answer; a handler's
-		// own shorter context is the call's to report.
-		if f.ctx != nil && f.ctx.Err() != nil {
-			leftToEnd = true
-		} else if f.takePending(key) {
-			n, _ := protocol.EncodeNotification(protocol.NotificationCancelled, map[string]any{"requestId": key, "reason": "request ended"})
+	for {
+		select {
+		case ok := <-logged:
+			if !ok {
+				return nil, protocol.NewError(protocol.CodeInternalError, "no stream of the session is open to carry the request; the client must open its GET stream")
+			}
+			logged = nil // in the log: the client answers when it reads it
+			continue
+		case m := <-c.answer:
+			if m.Error != nil {
+				return nil, m.Error
+			}
+			return m.Result, nil
+		case <-ctx.Done():
+			// Tell the client to stop waiting.
+			// When the request itself ended, its end (expire or abort)
+			// cancels the open requests before its final answer; a handler's
+			// own shorter context is the call's to report.
+			if f.ctx != nil && f.ctx.Err() != nil {
+				leftToEnd = true
+			} else if f.takePending(key) {
+				n, _ := protocol.EncodeNotification(protocol.NotificationCancelled, map[string]any{"requestId": key, "reason": "request ended"})
+				f.publish(bus.FrameNotification, n, false)
+			}
+			return nil, context.Cause(ctx)
+		case <-timer.C:
+			// Tell the client to stop waiting on its side too.
+			n, _ := protocol.EncodeNotification(protocol.NotificationCancelled, map[string]any{"requestId": key, "reason": "timed out"})
 			f.publish(bus.FrameNotification, n, false)
+			return nil, fmt.Errorf("%w (%s after %s)", ErrCallTimeout, method, w.opts.CallTimeout)
 		}
-		return nil, context.Cause(ctx)
-	case <-timer.C:
-		// Tell the client to stop waiting on its side too.
-		n, _ := protocol.EncodeNotification(protocol.NotificationCancelled, map[string]any{"requestId": key, "reason": "timed out"})
-		f.publish(bus.FrameNotification, n, false)
-		return nil, fmt.Errorf("%w (%s after %s)", ErrCallTimeout, method, w.opts.CallTimeout)
 	}
 }
 
@@ -136,30 +133,6 @@ func (w *Worker) onAnswer(m *nats.Msg) {
 	select {
 	case c.answer <- msg:
 	default: // a duplicate answer; the first one won
-	}
-}
-
-// onNoResponders fails a session-level server-to-client request at once
-// when NATS reports that no GET stream of the session is open.
-func (w *Worker) onNoResponders(m *nats.Msg) {
-	if m.Header == nil || m.Header.Get("Status") != "503" {
-		return
-	}
-	seq, err := strconv.ParseUint(bus.StreamID(m.Subject), 10, 64)
-	if err != nil {
-		return
-	}
-	w.mu.Lock()
-	key, ok := w.noResp[seq]
-	c := w.calls[key]
-	w.mu.Unlock()
-	if !ok || c == nil {
-		return
-	}
-	e := protocol.NewError(protocol.CodeInternalError, "no stream of the session is open to carry the request; the client must open its GET stream")
-	select {
-	case c.answer <- &protocol.Message{ID: protocol.StringID(key), Error: e}:
-	default:
 	}
 }
 

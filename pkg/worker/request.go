@@ -31,7 +31,7 @@ type inflight struct {
 	done    bool
 	pending map[string]struct{} // ids of this request's open server-to-client requests
 
-	sessionLevel bool // reply is the session's GET stream subject, not a request's stream
+	sessionLevel bool // the session's GET stream (session events), not a request's stream
 
 	returned bool // the handler returned
 	stuck    bool // the request ended before its handler returned
@@ -42,6 +42,11 @@ type inflight struct {
 // publish sends a frame unless the request is done. final marks the
 // request done (first writer wins) and reports whether this call won.
 func (f *inflight) publish(kind bus.FrameKind, payload []byte, final bool) bool {
+	if f.sessionLevel {
+		// A session's GET stream: through any frontend, into its log.
+		_, err := f.w.sess.enqueue(f.session, "", kind, payload, false)
+		return err == nil
+	}
 	if f.acked != nil && f.acked.takes(kind) {
 		return f.publishAcked(kind, payload, final)
 	}
@@ -271,7 +276,7 @@ func (o *outbound) CloseStream(ctx context.Context, retryAfter time.Duration) er
 // belong to no request of their own.
 func (w *Worker) sessionOutbound(session string) *outbound {
 	return &outbound{f: &inflight{
-		w: w, reply: w.subj.Session(session), session: session,
+		w: w, session: session,
 		cancel: func(error) {}, pending: map[string]struct{}{}, sessionLevel: true,
 	}}
 }
@@ -331,8 +336,13 @@ func (e *events) ResourceUpdated(ctx context.Context, uri string) error {
 	if err != nil {
 		return err
 	}
+	// Listen streams (2026-07-28) watch the URI's subject, at most once;
+	// legacy sessions subscribed to it get it in their GET log.
 	if err := e.w.nc.Publish(e.w.subj.ResourceUpdated(uri), n); err != nil {
 		return fmt.Errorf("worker: publishing resources/updated: %w", err)
+	}
+	if _, err := e.w.sess.enqueue("", uri, bus.FrameNotification, n, false); err != nil {
+		return fmt.Errorf("worker: sending resources/updated to legacy sessions: %w", err)
 	}
 	return nil
 }

@@ -94,7 +94,6 @@ type Worker struct {
 	inflight map[string]*inflight // cancel key -> request not yet answered
 	handlers int                  // handler goroutines running, stuck ones included: what MaxInFlight caps
 	calls    map[string]*call     // server-to-client request id -> waiter
-	noResp   map[uint64]string    // no-responders reply seq -> server-to-client request id
 
 	catMu    sync.Mutex                    // serializes applyCatalog
 	reqSubs  map[string]*nats.Subscription // request subjects served; guarded by catMu
@@ -111,6 +110,7 @@ type Worker struct {
 
 	sendCtx   context.Context // acked frames are sent until it ends (end of Shutdown)
 	stopSends context.CancelFunc
+	sess      *sessionSender // session events (sessevents.go)
 }
 
 // New returns a worker serving srv over nc. Call Start to subscribe.
@@ -118,7 +118,7 @@ func New(nc *nats.Conn, srv *mcp.Server, opts *Options) (*Worker, error) {
 	if nc == nil || srv == nil {
 		return nil, fmt.Errorf("%w: New needs a NATS connection and a server", ErrInvalidOptions)
 	}
-	w := &Worker{nc: nc, srv: srv, inflight: map[string]*inflight{}, calls: map[string]*call{}, noResp: map[uint64]string{}, reqSubs: map[string]*nats.Subscription{}}
+	w := &Worker{nc: nc, srv: srv, inflight: map[string]*inflight{}, calls: map[string]*call{}, reqSubs: map[string]*nats.Subscription{}}
 	w.tasks = newTaskHost(w)
 	if opts != nil {
 		w.opts = *opts
@@ -161,6 +161,7 @@ func New(nc *nats.Conn, srv *mcp.Server, opts *Options) (*Worker, error) {
 	}
 	w.ann = ann
 	w.sendCtx, w.stopSends = context.WithCancel(context.Background())
+	w.sess = newSessionSender(w)
 	return w, nil
 }
 
@@ -176,9 +177,11 @@ func (w *Worker) Start(ctx context.Context) error {
 		return err
 	}
 	w.srv.SetEvents(&events{w: w})
+	w.sess.start()
 	var subs []*nats.Subscription
 	fail := func(err error) error {
 		w.srv.SetEvents(nil)
+		w.sess.stop(ctx)
 		w.ann.Close()
 		for _, s := range subs {
 			_ = s.Unsubscribe()
@@ -196,7 +199,6 @@ func (w *Worker) Start(ctx context.Context) error {
 	}{
 		{w.subj.Cancel(), w.guard("a cancellation", w.onCancel)},
 		{w.subj.WorkerInbox(w.opts.ID), w.guard("a client's answer", w.onAnswer)},
-		{w.subj.WorkerNoRespondersAll(w.opts.ID), w.guard("a no-responders status", w.onNoResponders)},
 	} {
 		s, err := w.nc.Subscribe(x.subj, x.h)
 		if err != nil {
@@ -291,6 +293,15 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 	for _, s := range w.subs {
 		_ = s.Unsubscribe()
 	}
+	// Session events queued by the requests are sent, within ctx (or a
+	// second when it is over already).
+	// (Events give up by themselves after sessionEventTTL.)
+	fctx, fcancel := ctx, context.CancelFunc(func() {})
+	if ctx.Err() != nil {
+		fctx, fcancel = context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	}
+	w.sess.stop(fctx)
+	fcancel()
 	w.stopSends() // frames still unacked now are given up
 	w.srv.SetEvents(nil)
 	return err

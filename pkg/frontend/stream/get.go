@@ -36,28 +36,18 @@ func (s *Streams) Get(w http.ResponseWriter, r *http.Request, sess *sessionstore
 
 // getStream serves the session's GET stream: session-scoped notifications
 // and server-to-client requests not tied to a POST, list_changed events,
-// and resources/updated for subscribed URIs, each logged for resumption;
-// keepalive comments every Options.KeepAlive. A resumed GET stream first
-// replays the events after `after`; a stream of another session, or whose
-// events are gone, is not resumed: a fresh stream (new priming id) starts.
+// and resources/updated for subscribed URIs, each with its index in the
+// session's GET log (bus.SessionLog) as its event id; keepalive comments
+// every Options.KeepAlive. Those messages are logged by whichever frontend
+// takes them (OnSessionEvents), whether or not a stream is open: this
+// stream relays what reaches the log, in log order, once. A GET with an
+// event id of the session's GET log (streamID is bus.SessionLog) replays
+// the events after `after` first; any other (a GET stream id of an older
+// version), or one whose events are gone, starts a fresh stream at the
+// log's end.
 func (s *Streams) getStream(w http.ResponseWriter, r *http.Request, sess *sessionstore.Session, streamID string, after uint64) {
-	var replay []sessionstore.Event
-	if streamID != "" {
-		evs, ok, err := s.ownedEvents(r.Context(), sess.ID, streamID, after)
-		if err != nil && !s.storeErr(w, err) {
-			return
-		}
-		if ok {
-			replay = evs
-		} else {
-			streamID = ""
-		}
-	}
-	resumed := streamID != ""
-	if !resumed {
-		streamID = NewStreamID('g')
-	}
 	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
+	// Subscribed first: nothing logged from now on is missed.
 	g, err := s.opts.Registry.OpenSession(ctx, sess.ID)
 	cancel()
 	if errors.Is(err, listen.ErrBusLost) {
@@ -71,70 +61,152 @@ func (s *Streams) getStream(w http.ResponseWriter, r *http.Request, sess *sessio
 		return
 	}
 	defer g.Close()
+	rl := &getRelay{s: s, r: r, g: g, session: sess.ID}
+	var replay []sessionstore.Event
+	if streamID == bus.SessionLog {
+		replay, err = s.readLog(r.Context(), sess.ID, after)
+		switch {
+		case errors.Is(err, sessionstore.ErrEventsPurged):
+			streamID = "" // gone: a fresh stream
+		case err != nil:
+			s.storeErr(w, err)
+			return
+		default:
+			rl.last = after
+		}
+	}
+	resumed := streamID == bus.SessionLog
+	if !resumed {
+		// The priming event's id is the index of a start marker, so a
+		// client that reconnects after it gets everything logged since.
+		idx, ok := s.logEvent(sess.ID, bus.SessionLog, []byte(markStart))
+		if !ok {
+			httpx.WriteError(w, http.StatusServiceUnavailable, protocol.ID{}, protocol.ErrSessionStoreUnavailable())
+			return
+		}
+		rl.last = idx
+	}
 	defer s.opts.Metrics.StreamOpened("get")()
 	// A session has one GET stream: a newer one replaces older ones,
 	// wherever they are held, so each message goes to exactly one stream.
-	g.SetTag(streamID)
-	_ = s.nc.Publish(s.subj.SessionControl(sess.ID), []byte(listen.CtlGetOpened+streamID))
-	sse := StartSSE(w, s.opts.WriteTimeout, nil)
-	if !s.openGet(sse, sess.ID, streamID, resumed, replay) {
-		return
-	}
-	s.relayGet(r, sse, g, sess.ID, streamID)
-}
-
-// openGet writes the start of a GET stream: the priming event of a new
-// one (its start marker logged), or the replay of a resumed one. It
-// reports false when a write failed.
-func (s *Streams) openGet(sse *SSE, session, streamID string, resumed bool, replay []sessionstore.Event) bool {
+	tag := NewStreamID('g')
+	g.SetTag(tag)
+	_ = s.nc.Publish(s.subj.SessionControl(sess.ID), []byte(listen.CtlGetOpened+tag))
+	rl.sse = StartSSE(w, s.opts.WriteTimeout, nil)
 	if !resumed {
-		if idx, ok := s.logEvent(session, streamID, []byte(markStart)); ok {
-			if err := sse.Priming(FormatEventID(streamID, idx), s.opts.SSERetry); err != nil {
-				return false
-			}
+		if err := rl.sse.Priming(FormatEventID(bus.SessionLog, rl.last), s.opts.SSERetry); err != nil {
+			return
 		}
 	}
-	for _, ev := range replay {
+	if !rl.write(replay) {
+		return
+	}
+	rl.run()
+}
+
+// readLog reads the session's GET log after `after`.
+func (s *Streams) readLog(ctx context.Context, session string, after uint64) ([]sessionstore.Event, error) {
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	return s.opts.Events.EventsAfter(ctx, session, bus.SessionLog, after)
+}
+
+// getRelay writes one GET stream: the session's GET log from last on.
+type getRelay struct {
+	s       *Streams
+	r       *http.Request
+	g       *listen.SessionStream
+	sse     *SSE
+	session string
+	last    uint64 // the index of the last event written (or skipped: markers)
+}
+
+// write writes the events after last, in order, markers skipped; false
+// when a write failed.
+func (rl *getRelay) write(evs []sessionstore.Event) bool {
+	for _, ev := range evs {
+		if ev.Index <= rl.last {
+			continue
+		}
+		rl.last = ev.Index
 		if isMarker(ev.Data) {
 			continue
 		}
-		if err := sse.Event(FormatEventID(streamID, ev.Index), ev.Data); err != nil {
+		if err := rl.sse.Event(FormatEventID(bus.SessionLog, ev.Index), ev.Data); err != nil {
+			rl.slow(err)
 			return false
 		}
 	}
 	return true
 }
 
-// relayGet writes the session's messages, each logged, and keepalives,
-// until the stream ends (superseded, slow, session deleted, the bus lost),
-// the server stops or the client goes.
-func (s *Streams) relayGet(r *http.Request, sse *SSE, g *listen.SessionStream, session, streamID string) {
-	// slowGet counts a stream whose write failed for want of a reader.
-	slowGet := func(err error) {
-		if SlowWrite(err) || g.Reason() == listen.ReasonSlow {
-			s.log.Warn("frontend: closing a slow GET stream")
-			s.opts.Metrics.DroppedStream("get")
-		}
+// logged writes an event the log has at idx: at once when it is the next
+// one, after what the log has before it when some are missing (they went
+// to another frontend's live publish first, or were markers), not at all
+// when it was written already. false ends the stream.
+func (rl *getRelay) logged(idx uint64, data []byte) bool {
+	switch {
+	case idx <= rl.last:
+		return true
+	case idx == rl.last+1:
+		return rl.write([]sessionstore.Event{{Index: idx, Data: data}})
 	}
-	onEvent := func(fr []byte) bool {
-		_, payload := bus.ParseFrame(fr, "")
-		id := ""
-		if idx, ok := s.logEvent(session, streamID, payload); ok {
-			id = FormatEventID(streamID, idx)
-		}
-		if err := sse.Event(id, payload); err != nil {
-			slowGet(err)
-			return false
-		}
+	evs, err := rl.s.readLog(rl.r.Context(), rl.session, rl.last)
+	if err != nil {
+		// Events are gone (or the store is down): the client resumes,
+		// and starts afresh if they are gone.
+		rl.s.log.Warn("frontend: reading a GET log", "err", err)
+		return false
+	}
+	return rl.write(evs)
+}
+
+// onItem handles an item of the session stream (listen.SessionStream.C).
+func (rl *getRelay) onItem(item []byte) bool {
+	if len(item) == 0 {
 		return true
 	}
+	switch item[0] {
+	case listen.FrameLive:
+		idx, data, end, ok := bus.ParseLiveEvent(item[1:])
+		if !ok || end {
+			return true
+		}
+		return rl.logged(idx, data)
+	case byte(bus.FrameNotification):
+		// Raised by this frontend (list_changed): logged here.
+		payload := item[1:]
+		if idx, ok := rl.s.logEvent(rl.session, bus.SessionLog, payload); ok {
+			return rl.logged(idx, payload)
+		}
+		if err := rl.sse.Event("", payload); err != nil {
+			rl.slow(err)
+			return false
+		}
+	}
+	return true
+}
+
+// slow counts a stream whose write failed for want of a reader.
+func (rl *getRelay) slow(err error) {
+	if SlowWrite(err) || rl.g.Reason() == listen.ReasonSlow {
+		rl.s.log.Warn("frontend: closing a slow GET stream")
+		rl.s.opts.Metrics.DroppedStream("get")
+	}
+}
+
+// run relays the session's messages and keepalives until the stream ends
+// (superseded, slow, session deleted, the bus lost), the server stops or
+// the client goes.
+func (rl *getRelay) run() {
+	s, g := rl.s, rl.g
 	l := &Loop[[]byte]{
 		Events:    g.C(),
-		OnEvent:   onEvent,
+		OnEvent:   rl.onItem,
 		KeepAlive: s.opts.KeepAlive,
 		OnKeepAlive: func() bool {
-			if err := sse.Comment("keepalive"); err != nil {
-				slowGet(err)
+			if err := rl.sse.Comment("keepalive"); err != nil {
+				rl.slow(err)
 				return false
 			}
 			return true
@@ -146,33 +218,16 @@ func (s *Streams) relayGet(r *http.Request, sse *SSE, g *listen.SessionStream, s
 				s.log.Warn("frontend: closing a slow GET stream")
 				s.opts.Metrics.DroppedStream("get")
 			case listen.ReasonBusLost:
-				// What arrived before the loss is written (and logged)
-				// first; then the response ends, and the client resumes
-				// after its last event id on another frontend.
-				drainQueued(g.C(), onEvent)
+				// What arrived before the loss is written first; then the
+				// response ends, and the client resumes after its last
+				// event id on another frontend.
+				drainQueued(g.C(), rl.onItem)
 			}
 		},
 		Stop: s.opts.Shutdown,
-		Gone: r.Context().Done(),
+		Gone: rl.r.Context().Done(),
 	}
 	l.Run()
-}
-
-// ownedEvents returns the events after `after` of a stream of this
-// session. ok is false when the session has no such stream (its log has
-// no start marker: another session's stream, a forged id) or its events
-// are gone.
-func (s *Streams) ownedEvents(ctx context.Context, session, stream string, after uint64) (evs []sessionstore.Event, ok bool, err error) {
-	start, all, err := s.streamLog(ctx, session, stream)
-	if err != nil || start == nil {
-		return nil, false, err
-	}
-	for i, ev := range all {
-		if ev.Index > after {
-			return all[i:], true, nil
-		}
-	}
-	return nil, true, nil
 }
 
 // streamLog reads a stream's whole log; start is its start marker (nil when

@@ -49,6 +49,10 @@ type Options struct {
 	// Events logs legacy stream events, for resumption.
 	// default: none (required)
 	Events sessionstore.EventLog
+	// Subscribers finds the legacy sessions subscribed to a resource, for
+	// the session events this frontend logs (OnSessionEvents).
+	// default: none (required)
+	Subscribers SubscriberIndex
 	// Registry opens legacy GET streams.
 	// default: none (required)
 	Registry *listen.Registry
@@ -158,6 +162,8 @@ func New(opts Options) (*Streams, error) {
 		return nil, fmt.Errorf("%w: a NATS connection is required", ErrInvalidOptions)
 	case opts.Events == nil:
 		return nil, fmt.Errorf("%w: an event log is required", ErrInvalidOptions)
+	case opts.Subscribers == nil:
+		return nil, fmt.Errorf("%w: a subscriber index is required", ErrInvalidOptions)
 	case opts.Registry == nil:
 		return nil, fmt.Errorf("%w: a listen registry is required", ErrInvalidOptions)
 	case opts.RequestTimeout < 0 || opts.WorkerTimeout < 0 || opts.WriteTimeout < 0 || opts.StreamBuffer < 0:

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/httpx"
@@ -140,7 +142,12 @@ func (h *Handler) changed(rec *tasks.Record) {
 		// 2025-11-25: notifications/tasks/status on the session's stream.
 		n, err := protocol.EncodeNotification(protocol.NotificationTasksStatus, rec.Task.Legacy())
 		if err == nil {
-			_ = h.nc.Publish(h.subj.Session(s), bus.AppendFrame(nil, bus.FrameNotification, n))
+			// Through any frontend, into the session's GET log (a session
+			// event, not waited for: the task's state is in the store).
+			ev := []bus.SessionEvent{{Key: "task." + rec.TaskID + "." + strconv.FormatUint(rand.Uint64(), 36), Session: s, Kind: bus.FrameNotification, Msg: n}}
+			if b, err := bus.EncodeSessionEvents(ev); err == nil {
+				_ = h.nc.Publish(h.subj.SessionEvents(), b)
+			}
 		}
 	}
 }
