@@ -13,8 +13,10 @@ import (
 // Expired sessions are evicted lazily by any call that finds them, and by a
 // janitor goroutine (started by [NewMemory], stopped by [Memory.Close]) so
 // that abandoned sessions do not pile up. A session's subscriptions, event
-// logs and in-flight claims live inside its entry and disappear with it;
-// the janitor also drops the expired claims of live sessions.
+// logs and in-flight claims live inside its entry and disappear with it
+// (so do its entries in the index of Subscribers, which is exact: no
+// stale entries); the janitor also drops the expired claims of live
+// sessions.
 type Memory struct {
 	ttl       time.Duration
 	maxEvents int
@@ -33,6 +35,9 @@ type Memory struct {
 	// the past is dead: it is never returned, and whoever finds it removes
 	// it.
 	sessions map[string]*memSession
+	// subscribers indexes the subscriptions: uri -> the ids of the
+	// sessions in sessions subscribed to it (an empty set is deleted).
+	subscribers map[string]map[string]struct{}
 	// bytes is the sum of the sessions' info and caps.
 	bytes int64
 	// fullSwept is when a full store was last swept for room.
@@ -85,6 +90,7 @@ func NewMemory(opts *Options) (*Memory, error) {
 		stop:        make(chan struct{}),
 		janitorDone: make(chan struct{}),
 		sessions:    make(map[string]*memSession),
+		subscribers: make(map[string]map[string]struct{}),
 	}
 	go m.janitor(min(max(o.TTL/2, minSweep), maxSweep))
 	return m, nil
@@ -142,10 +148,23 @@ func (m *Memory) live(id string, now time.Time) *memSession {
 	return s
 }
 
-// remove forgets session id, whose entry is s. The caller holds m.mu.
+// remove forgets session id, whose entry is s, and its subscriptions'
+// index entries. The caller holds m.mu.
 func (m *Memory) remove(id string, s *memSession) {
 	delete(m.sessions, id)
 	m.bytes -= int64(len(s.info) + len(s.caps))
+	for uri := range s.subs {
+		m.unindex(uri, id)
+	}
+}
+
+// unindex removes id from uri's subscribers. The caller holds m.mu.
+func (m *Memory) unindex(uri, id string) {
+	ids := m.subscribers[uri]
+	delete(ids, id)
+	if len(ids) == 0 {
+		delete(m.subscribers, uri)
+	}
 }
 
 // full reports whether a session declaring size bytes would exceed the

@@ -22,6 +22,8 @@ type memLog struct {
 	endBy time.Time
 	// lastSeq is the highest sequence number appended by AppendEventSeq.
 	lastSeq uint64
+	// once are the keys of AppendOnce's last appends.
+	once memOnceKeys
 }
 
 // gone reports whether l is an ended log past its grace.
@@ -48,8 +50,15 @@ func (m *Memory) AppendEvent(ctx context.Context, id, stream string, data []byte
 			s.logs = make(map[string]*memLog)
 		}
 		l := s.logs[stream]
+		now := time.Now()
+		if l != nil && l.gone(now) {
+			// An ended log past its grace is gone, with the keys of
+			// AppendOnce; its indices go on (as in a Redis store).
+			s.logBytes -= l.bytes
+			clear(l.events)
+			l.events, l.bytes, l.once = nil, 0, memOnceKeys{}
+		}
 		if l == nil {
-			now := time.Now()
 			for name, o := range s.logs {
 				if o.gone(now) {
 					s.logBytes -= o.bytes

@@ -99,14 +99,58 @@ func (m *Memory) Subscribe(ctx context.Context, id, uri string) error {
 			s.subs = make(map[string]struct{})
 		}
 		s.subs[uri] = struct{}{}
+		ids := m.subscribers[uri]
+		if ids == nil {
+			ids = make(map[string]struct{})
+			m.subscribers[uri] = ids
+		}
+		ids[id] = struct{}{}
 	})
 }
 
 // Unsubscribe implements [Store.Unsubscribe].
 func (m *Memory) Unsubscribe(ctx context.Context, id, uri string) error {
 	return m.withLive(ctx, "unsubscribe", id, true, func(s *memSession) {
-		delete(s.subs, uri)
+		if _, ok := s.subs[uri]; ok {
+			delete(s.subs, uri)
+			m.unindex(uri, id)
+		}
 	})
+}
+
+// Subscribers implements [Sessions.Subscribers]. The index of a memory
+// store is exact: only live sessions subscribed to uri are listed.
+func (m *Memory) Subscribers(ctx context.Context, uri string) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("sessionstore: subscribers: %w", err)
+	}
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ids := make([]string, 0, len(m.subscribers[uri]))
+	for id := range m.subscribers[uri] {
+		if m.live(id, now) != nil { // evicts (and unindexes) an expired one
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
+// DropSubscriber implements [Sessions.DropSubscriber]: a live session
+// subscribed to uri is kept.
+func (m *Memory) DropSubscriber(ctx context.Context, uri, id string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sessionstore: drop subscriber: %w", err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s := m.live(id, time.Now()); s != nil {
+		if _, ok := s.subs[uri]; ok {
+			return nil
+		}
+	}
+	m.unindex(uri, id)
+	return nil
 }
 
 // Subscriptions implements [Store.Subscriptions].

@@ -87,9 +87,41 @@ func TestMemoryJanitor(t *testing.T) {
 			if n := len(m.sessions); n > 0 {
 				return errors.New("sessions left")
 			}
+			if n := len(m.subscribers); n > 0 { // the index goes with them
+				return errors.New("subscribers index entries left")
+			}
 			return nil
 		})
 	})
+}
+
+// TestMemorySubscribersExact checks that the subscribers index of a
+// memory store holds no stale entry: Unsubscribe and Delete remove theirs.
+func TestMemorySubscribersExact(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	m := newMemoryForTest(t, Options{})
+	a, b := &Session{ID: NewID()}, &Session{ID: NewID()}
+	for _, s := range []*Session{a, b} {
+		mustCreate(t, m, s)
+		for _, uri := range []string{"file:///x", "file:///y"} {
+			if err := m.Subscribe(ctx, s.ID, uri); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := m.Unsubscribe(ctx, a.ID, "file:///x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Delete(ctx, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	want := map[string]map[string]struct{}{"file:///y": {a.ID: {}}}
+	if d := diff(want, m.subscribers); d != "" {
+		t.Errorf("the index:\n%s", d)
+	}
 }
 
 // TestMemoryJanitorDropsClaims checks that the janitor drops the expired

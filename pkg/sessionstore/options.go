@@ -43,12 +43,14 @@ const DefaultCacheSize = 10000
 // wrapping ErrInvalidConfig.
 type Options struct {
 	// TTL is the sliding idle lifetime of a session: every Get, Begin,
-	// Update, Subscribe, Unsubscribe and AppendEvent pushes expiry TTL into
-	// the future. Zero means DefaultTTL; negative is invalid (a session
-	// store without expiry is not offered).
+	// Update, Subscribe, Unsubscribe, AppendEvent and append of
+	// AppendEventSeq and AppendOnce pushes expiry TTL into the future.
+	// Zero means DefaultTTL; negative is invalid (a session store without
+	// expiry is not offered).
 	// default: 30 minutes (DefaultTTL)
 	TTL time.Duration
 	// MaxEvents caps each stream's event log; older events are dropped.
+	// It also bounds the dedupe keys AppendOnce remembers per stream.
 	// Zero means DefaultMaxEvents; negative is invalid.
 	// default: 1000 events (DefaultMaxEvents)
 	MaxEvents int

@@ -48,6 +48,17 @@ import (
 //	                            the request id, so no request id (braces,
 //	                            colons, spaces, any bytes, any length) can
 //	                            displace the hash tag or spell another key
+//	P:{S}:once:<stream>  ZSET   the dedupe keys of the stream's last
+//	                            MaxEvents appends made by AppendOnce, each
+//	                            as its unpadded base64url SHA-256 (as rq
+//	                            members), scored by the event's index; it
+//	                            gets the log's expiry whenever the log
+//	                            does, and goes with it
+//	P:sub:{U}            SET    the ids of the sessions that subscribed to
+//	                            the URI whose unpadded base64url SHA-256 is
+//	                            U (Subscribers): not a session's key, so in
+//	                            another slot, and without expiry; stale
+//	                            entries stay until DropSubscriber
 //
 // rec, subs and streams all get the same expiry, which every call that
 // extends the TTL slides together; an event log gets it on each append, so
@@ -72,19 +83,27 @@ import (
 // requests in flight.
 //
 // Every method is one round trip: a Lua script run by EVALSHA (EVAL the
-// first time a server sees it), atomic on the server. The scripts live in
-// lua/*.lua, one file per script, embedded (see redis_scripts.go). Create
-// is a create-if-absent; Update, Subscribe, Unsubscribe and AppendEvent
+// first time a server sees it), atomic on the server. The exceptions:
+// Subscribe, Unsubscribe and DropSubscriber also write the subscribers
+// index, in its own slot (a few round trips, ordered so that a failure
+// leaves a stale entry, never a subscription missing from the index; see
+// [Redis.Subscribe]); Subscribers is an SMEMBERS and UseOnce a SET NX;
+// AppendOnce is one script call per message, the whole batch in one
+// pipeline. The scripts live in lua/*.lua, one file per script, embedded
+// (see redis_scripts.go). Create is a create-if-absent; Update,
+// Subscribe, Unsubscribe, AppendEvent, AppendEventSeq and AppendOnce
 // check that the record exists before writing, so they never resurrect a
-// deleted or expired session. Create and Delete drop the event logs listed
-// in streams and the claims listed in rq. Begin is Get's script plus the
-// claim, End a compare-and-delete of the claim key. Every script touches
-// only the keys it is given in KEYS, but for Create and Delete: they
-// delete event-log and claim keys they derive from a prefix (declaring
-// them would take a first round trip and lose the atomicity; see
-// lua/lib_droplogs.lua). That is sound on Redis Cluster because those keys
-// share the session's hash tag, hence its slot. For the same reason, ids
-// with a brace (which [NewID] never makes) are refused.
+// deleted or expired session. Create and Delete drop the event logs
+// listed in streams (with their once sets) and the claims listed in rq.
+// Begin is Get's script plus the claim, End a compare-and-delete of the
+// claim key. Every script touches only the keys it is given in KEYS, but
+// for Create and Delete, which delete event-log, once-set and claim keys
+// they derive from a prefix (declaring them would take a first round trip
+// and lose the atomicity; see lua/lib_droplogs.lua), and AppendEvent,
+// whose sweep deletes the logs and once sets of other streams likewise.
+// That is sound on Redis Cluster because those keys share the session's
+// hash tag, hence its slot. For the same reason, ids with a brace (which
+// [NewID] never makes) are refused.
 type Redis struct {
 	client    redis.UniversalClient
 	owned     bool // Close closes client

@@ -15,7 +15,7 @@ func (r *Redis) AppendEvent(ctx context.Context, id, stream string, data []byte)
 		return 0, fmt.Errorf("sessionstore: append event %q: %w", shortID(id), ErrNotFound)
 	}
 	keys, logPrefix := r.keys(id)
-	keys = append(keys, logPrefix+stream)
+	keys = append(keys, logPrefix+stream, r.onceKey(id, stream))
 	if data == nil {
 		data = []byte{}
 	}
@@ -57,7 +57,7 @@ func (r *Redis) EndStream(ctx context.Context, id, stream string) error {
 		return nil
 	}
 	keys, logPrefix := r.keys(id)
-	keys = append(keys, logPrefix+stream)
+	keys = append(keys, logPrefix+stream, r.onceKey(id, stream))
 	if err := r.run(ctx, scriptEndStream, keys, stream, r.graceMS).Err(); err != nil {
 		return fmt.Errorf("sessionstore: end stream of %q: %w", shortID(id), err)
 	}

@@ -16,7 +16,7 @@ func (r *Redis) AppendEventSeq(ctx context.Context, id, stream string, seq uint6
 		return 0, false, fmt.Errorf("sessionstore: append event %q: %w", shortID(id), ErrNotFound)
 	}
 	keys, logPrefix := r.keys(id)
-	keys = append(keys, logPrefix+stream)
+	keys = append(keys, logPrefix+stream, r.onceKey(id, stream))
 	if data == nil {
 		data = []byte{}
 	}

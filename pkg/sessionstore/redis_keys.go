@@ -36,6 +36,27 @@ func (r *Redis) keys(id string) (keys []string, logPrefix string) {
 	return []string{base + "rec", base + "subs", base + "streams"}, base + "ev:"
 }
 
+// onceKey returns the key of the once set of (session id, stream): the
+// digests of AppendOnce's keys (lua/lib_oncekey.lua derives it the same
+// way from the event-log key prefix).
+func (r *Redis) onceKey(id, stream string) string {
+	return r.prefix + ":{" + id + "}:once:" + stream
+}
+
+// subscribersKey returns the key of uri's subscribers index. Its hash
+// tag is a digest of uri, so no URI (braces, any bytes, any length) can
+// displace it or spell another key; it is not in any session's slot.
+func (r *Redis) subscribersKey(uri string) string {
+	return r.prefix + ":sub:{" + digest(uri) + "}"
+}
+
+// digest returns the unpadded base64url SHA-256 of s: a fixed-size name
+// for any string, safe in a key (no brace, no colon).
+func digest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
 // claimsKey returns the key of the rq set of session id.
 func (r *Redis) claimsKey(id string) string {
 	return r.prefix + ":{" + id + "}:rq"
@@ -46,8 +67,7 @@ func (r *Redis) claimsKey(id string) string {
 // a request id is any string, and must not be able to displace the hash
 // tag nor to spell the key of another claim.
 func (r *Redis) claimKey(id, requestID string) (set, key, member string) {
-	sum := sha256.Sum256([]byte(requestID))
-	member = base64.RawURLEncoding.EncodeToString(sum[:])
+	member = digest(requestID)
 	set = r.claimsKey(id)
 	return set, set + ":" + member, member
 }

@@ -40,17 +40,17 @@ func prefixed(p string, names []string) []string {
 
 // The scripts. Those of a session share one convention: KEYS[1] rec,
 // KEYS[2] subs, KEYS[3] streams, then what the script adds (the rq set,
-// a claim, a stream's log); see the key layout on [Redis].
+// a claim, a stream's log and once set); see the key layout on [Redis].
 var (
-	scriptCreate        = loadScript("create", "droplogs", "dropclaims")
+	scriptCreate        = loadScript("create", "oncekey", "droplogs", "dropclaims")
 	scriptGet           = loadScript("get", "touch", "record")
 	scriptBegin         = loadScript("begin", "touch", "record")
 	scriptEnd           = loadScript("end")
 	scriptUpdate        = loadScript("update", "touch")
-	scriptDelete        = loadScript("delete", "droplogs", "dropclaims")
+	scriptDelete        = loadScript("delete", "oncekey", "droplogs", "dropclaims")
 	scriptSubscribe     = loadScript("subscribe", "touch")
 	scriptSubscriptions = loadScript("subscriptions")
-	scriptAppend        = loadScript("append", "touch")
+	scriptAppend        = loadScript("append", "touch", "oncekey")
 	scriptEventsAfter   = loadScript("events_after")
 	scriptEndStream     = loadScript("end_stream")
 	scriptRecordCreate  = loadScript("record_create")

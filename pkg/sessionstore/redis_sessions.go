@@ -173,14 +173,83 @@ func (r *Redis) Delete(ctx context.Context, id string) error {
 	return nil
 }
 
-// Subscribe implements [Store.Subscribe].
+// Subscribe implements [Store.Subscribe] in three round trips: SADD of
+// id to uri's index P:sub:{<digest of uri>} (another slot than the
+// session's, so it cannot be in the script), the subscribe script, and
+// SADD again. Index first: a failure after it leaves a stale entry, never
+// a subscription missing from the index. Again after: a DropSubscriber
+// racing with this call (it saw the entry of the first SADD before the
+// subscription was made) may have removed the first one.
 func (r *Redis) Subscribe(ctx context.Context, id, uri string) error {
-	return r.runLive(ctx, "subscribe", id, scriptSubscribe, r.ttlMS, nowMilli().UnixMilli(), "SADD", uri)
+	if !r.validID(id) {
+		return fmt.Errorf("sessionstore: subscribe %q: %w", shortID(id), ErrNotFound)
+	}
+	index := r.subscribersKey(uri)
+	if err := r.client.SAdd(ctx, index, id).Err(); err != nil {
+		return fmt.Errorf("sessionstore: subscribe %q: %w", shortID(id), err)
+	}
+	if err := r.runLive(ctx, "subscribe", id, scriptSubscribe, r.ttlMS, nowMilli().UnixMilli(), "SADD", uri); err != nil {
+		return err // a dead session: its entry is stale (removing it could race with a Create)
+	}
+	if err := r.client.SAdd(ctx, index, id).Err(); err != nil {
+		return fmt.Errorf("sessionstore: subscribe %q: %w", shortID(id), err)
+	}
+	return nil
 }
 
-// Unsubscribe implements [Store.Unsubscribe].
+// Unsubscribe implements [Store.Unsubscribe]: the subscribe script, then
+// the removal from uri's index (see unindex).
 func (r *Redis) Unsubscribe(ctx context.Context, id, uri string) error {
-	return r.runLive(ctx, "unsubscribe", id, scriptSubscribe, r.ttlMS, nowMilli().UnixMilli(), "SREM", uri)
+	if err := r.runLive(ctx, "unsubscribe", id, scriptSubscribe, r.ttlMS, nowMilli().UnixMilli(), "SREM", uri); err != nil {
+		return err
+	}
+	if err := r.unindex(ctx, uri, id); err != nil {
+		return fmt.Errorf("sessionstore: unsubscribe %q: %w", shortID(id), err)
+	}
+	return nil
+}
+
+// Subscribers implements [Sessions.Subscribers]: SMEMBERS of uri's index.
+// The index has no TTL: the entries of sessions deleted or expired since
+// they subscribed stay until DropSubscriber removes them.
+func (r *Redis) Subscribers(ctx context.Context, uri string) ([]string, error) {
+	ids, err := r.client.SMembers(ctx, r.subscribersKey(uri)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("sessionstore: subscribers: %w", err)
+	}
+	if ids == nil {
+		ids = []string{}
+	}
+	return ids, nil
+}
+
+// DropSubscriber implements [Sessions.DropSubscriber] (see unindex).
+func (r *Redis) DropSubscriber(ctx context.Context, uri, id string) error {
+	if err := r.unindex(ctx, uri, id); err != nil {
+		return fmt.Errorf("sessionstore: drop subscriber %q: %w", shortID(id), err)
+	}
+	return nil
+}
+
+// unindex removes id from uri's index, then puts it back if the session
+// turns out to be subscribed to uri: a Subscribe racing with the removal
+// (its second SADD came first, its script before this check) stays in
+// the index. Two round trips, three when it puts the id back; an id
+// refused by validID has no session to check.
+func (r *Redis) unindex(ctx context.Context, uri, id string) error {
+	index := r.subscribersKey(uri)
+	if err := r.client.SRem(ctx, index, id).Err(); err != nil {
+		return err
+	}
+	if !r.validID(id) {
+		return nil
+	}
+	keys, _ := r.keys(id)
+	subscribed, err := r.client.SIsMember(ctx, keys[1], uri).Result()
+	if err != nil || !subscribed {
+		return err
+	}
+	return r.client.SAdd(ctx, index, id).Err()
 }
 
 // runLive runs a script on session id that returns 0 when the session is

@@ -67,6 +67,8 @@ func TestRedisKeyLayout(t *testing.T) {
 	}
 	mustAppend(t, r, s.ID, "a", "{}")
 	mustAppend(t, r, s.ID, "b:with:colons", "{}")
+	onceKey := "a}b{c: ☃" // a dedupe key that would break the hash tag as it is
+	checkOnce(t, r, "AppendOnce", []OnceAppend{oa(s.ID, "a", onceKey, "{}")}, res(Appended, 2))
 	// Request ids that would break the hash tag or spell other keys if
 	// they were used as they are.
 	rids := []string{`"a}b{c: ☃"`, `42`, `}:rec`}
@@ -86,7 +88,12 @@ func TestRedisKeyLayout(t *testing.T) {
 		base + "ev:a":             "list",
 		base + "ev:b:with:colons": "list",
 		base + "rq":               "zset",
+		base + "once:a":           "zset",
 	}
+	// The subscribers index of the URI: not a session key.
+	uriSum := sha256.Sum256([]byte("file:///a"))
+	uriTag := base64.RawURLEncoding.EncodeToString(uriSum[:])
+	subKey := r.prefix + ":sub:{" + uriTag + "}"
 	var wantMembers []string
 	for _, rid := range rids {
 		sum := sha256.Sum256([]byte(rid))
@@ -106,7 +113,7 @@ func TestRedisKeyLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	slices.Sort(keys)
-	var wantKeys []string
+	wantKeys := []string{subKey}
 	for k := range wantTypes {
 		wantKeys = append(wantKeys, k)
 	}
@@ -126,6 +133,23 @@ func TestRedisKeyLayout(t *testing.T) {
 			t.Errorf("key %q has hash tag %q, want the session id", k, tag)
 		}
 	}
+	if got := c.Type(ctx, subKey).Val(); got != "set" {
+		t.Errorf("TYPE %s = %s, want set", subKey, got)
+	}
+	if ttl := c.PTTL(ctx, subKey).Val(); ttl != -1 {
+		t.Errorf("PTTL %s = %v, want none (-1)", subKey, ttl)
+	}
+	if tag := hashTag(subKey); tag != uriTag {
+		t.Errorf("key %q has hash tag %q, want the URI's digest", subKey, tag)
+	}
+	if got := c.SMembers(ctx, subKey).Val(); !slices.Equal(got, []string{s.ID}) {
+		t.Errorf("%s members = %q, want the session", subKey, got)
+	}
+	keySum := sha256.Sum256([]byte(onceKey))
+	if got := c.ZRangeWithScores(ctx, base+"once:a", 0, -1).Val(); len(got) != 1 ||
+		got[0].Member != base64.RawURLEncoding.EncodeToString(keySum[:]) || got[0].Score != 2 {
+		t.Errorf("once:a = %v, want the key's digest scored 2", got)
+	}
 	fields, err := c.HKeys(ctx, base+"rec").Result()
 	if err != nil {
 		t.Fatal(err)
@@ -136,15 +160,16 @@ func TestRedisKeyLayout(t *testing.T) {
 	if !slices.Equal(fields, wantFields) {
 		t.Errorf("record fields = %q, want %q", fields, wantFields)
 	}
-	if got := c.HGetAll(ctx, base+"streams").Val(); got["a"] != "1" || got["b:with:colons"] != "1" {
-		t.Errorf("streams hash = %v, want a and b:with:colons at 1", got)
+	if got := c.HGetAll(ctx, base+"streams").Val(); got["a"] != "2" || got["b:with:colons"] != "1" {
+		t.Errorf("streams hash = %v, want a at 2 and b:with:colons at 1", got)
 	}
 
 	if err := r.Delete(ctx, s.ID); err != nil {
 		t.Fatal(err)
 	}
-	if keys := c.Keys(ctx, r.prefix+":*").Val(); len(keys) != 0 {
-		t.Errorf("keys left after Delete: %q", keys)
+	// Delete leaves the index entry (stale, for DropSubscriber).
+	if keys := c.Keys(ctx, r.prefix+":*").Val(); !slices.Equal(keys, []string{subKey}) {
+		t.Errorf("keys left after Delete: %q, want only %q", keys, subKey)
 	}
 }
 

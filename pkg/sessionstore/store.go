@@ -102,7 +102,9 @@ type Event struct {
 // 8 bytes of its id only, so they are safe to log.
 //
 // An id that fails [ValidID] can never name a live session: every method
-// but Create reports ErrNotFound for it.
+// but Create that names a session reports ErrNotFound for it, but for
+// those documented otherwise (AppendOnce: NoSession; End, EndStream and
+// DropSubscriber: no error).
 type Store interface {
 	Sessions
 	Claims
@@ -148,6 +150,24 @@ type Sessions interface {
 	// Subscriptions returns the session's subscribed URIs, sorted.
 	// ErrNotFound if the session is not live.
 	Subscriptions(ctx context.Context, id string) ([]string, error)
+
+	// Subscribers returns the ids of the sessions that may be subscribed
+	// to uri, in no particular order (an empty slice if none): every live
+	// session subscribed to it and possibly sessions that are no longer
+	// (deleted, expired, or unsubscribed in a race): the caller checks
+	// each (AppendOnce's URI does) and removes stale ones with
+	// DropSubscriber. Subscribe adds the session to uri's index before it
+	// subscribes it and Unsubscribe removes it after, so a failure
+	// between the two steps leaves a stale entry, never a subscription
+	// missing from the index. Delete and expiry may leave entries behind
+	// (a Redis store keeps them until DropSubscriber; a Memory store drops
+	// them at once). The index is not tied to a session: it has no TTL.
+	Subscribers(ctx context.Context, uri string) ([]string, error)
+	// DropSubscriber removes id from uri's index (idempotent, no error for
+	// unknown ones). It is meant for the stale entries Subscribers
+	// reports: when id is still (or again, in a race with Subscribe)
+	// subscribed to uri, it stays in the index.
+	DropSubscriber(ctx context.Context, uri, id string) error
 }
 
 // Claims register a session's in-flight request ids, so an id is not
@@ -205,6 +225,42 @@ type EventLog interface {
 	// holding the stream and any other on its behalf) so log it once.
 	// ErrNotFound if the session is not live.
 	AppendEventSeq(ctx context.Context, id, stream string, seq uint64, data []byte) (index uint64, appended bool, err error)
+	// AppendOnce appends messages to existing stream logs, each at most
+	// once per (session, stream, Key): several frontends delivering the
+	// same message on behalf of one that may be dead (the session
+	// messages and resources/updated notifications of a legacy GET
+	// stream) log it once. results[i] says what became of batch[i];
+	// len(results) == len(batch) when err is nil. The messages are
+	// handled in batch order, each in one atomic step that does the first
+	// of these that applies:
+	//   - the session is not live, or its id is invalid: NoSession;
+	//   - URI is not "" and the session is not subscribed to it
+	//     (Subscribe): NotSubscribed;
+	//   - the stream has no log (nothing was ever appended to it, or it
+	//     ended and its grace passed; as for AppendEventSeq): NoLog;
+	//   - Key was logged on this (session, stream) and is still
+	//     remembered: Duplicate, with the index it was logged at (the
+	//     event itself may have been trimmed since);
+	//   - otherwise the message is appended as AppendEvent appends (the
+	//     next index, the log trimmed to MaxEvents, the session's TTL
+	//     extended, an ended stream in its grace reopened) and Key is
+	//     recorded: Appended, with its index.
+	//
+	// Only Appended changes anything (the other outcomes neither log nor
+	// extend a TTL). A stream remembers the keys of its last MaxEvents
+	// appends made with AppendOnce, whatever AppendEvent appended in
+	// between; they go with the stream's log (Delete, Create, EndStream
+	// and its grace, the MaxStreamsPerSession eviction, expiry) and never
+	// outlive the session. Key must not be empty (a plain error, before
+	// anything is appended); it is opaque, any bytes (stores keep a
+	// fixed-size hash of it). An empty batch does nothing.
+	//
+	// Otherwise err is not nil only when the backend failed or ctx is
+	// done; some messages may have been appended then, and calling AppendOnce again
+	// with the same batch is safe: the keys make the ones already logged
+	// Duplicate. A Redis store sends a whole batch in one round trip (a
+	// second one when the server had not loaded the script yet).
+	AppendOnce(ctx context.Context, batch []OnceAppend) ([]OnceResult, error)
 	// EventsAfter returns every event of (session, stream) with an index
 	// greater than after, in order, never a partial result. It does not
 	// extend the TTL. Precisely, with newest the index of the stream's last

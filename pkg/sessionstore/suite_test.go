@@ -60,8 +60,10 @@ func pass(d time.Duration) {
 // runStoreSuite checks every point of the [Store] contract against the
 // stores newStore makes, whose TTLs follow clock. It is the one
 // conformance suite of the package, organised by the interfaces of
-// [Store]: suite_sessions_test.go and suite_ttl_test.go (Sessions),
-// suite_claims_test.go (Claims), suite_events_test.go (EventLog),
+// [Store]: suite_sessions_test.go, suite_subscribers_test.go and
+// suite_ttl_test.go (Sessions), suite_claims_test.go (Claims),
+// suite_events_test.go, suite_events_seq_test.go,
+// suite_once_append_test.go and suite_streams_test.go (EventLog),
 // suite_once_test.go (OnceSet), suite_records_test.go (Records), and the
 // whole store here.
 func runStoreSuite(t *testing.T, newStore storeFactory, clock suiteClock) {
@@ -91,6 +93,7 @@ func runStoreSuite(t *testing.T, newStore storeFactory, clock suiteClock) {
 		{"NeverRecreateAfterDelete", plain(testNeverRecreateAfterDelete)},
 		{"DeleteRemovesEverything", plain(testDeleteRemovesEverything)},
 		{"Subscriptions", plain(testSubscriptions)},
+		{"Subscribers", plain(testSubscribers)},
 		// EventLog.
 		{"EventIndices", plain(testEventIndices)},
 		{"EventsAfter", plain(testEventsAfter)},
@@ -103,6 +106,12 @@ func runStoreSuite(t *testing.T, newStore storeFactory, clock suiteClock) {
 		{"AppendSeq", plain(testAppendSeq)},
 		{"ConcurrentAppendSeq", plain(testConcurrentAppendSeq)},
 		{"AppendSeqStreams", plain(testAppendSeqStreams)},
+		{"AppendOnce", plain(testAppendOnce)},
+		{"AppendOnceArgs", plain(testAppendOnceArgs)},
+		{"AppendOnceSubscribed", plain(testAppendOnceSubscribed)},
+		{"AppendOnceBatch", plain(testAppendOnceBatch)},
+		{"AppendOnceForgets", plain(testAppendOnceForgets)},
+		{"AppendOnceEnded", timed(testAppendOnceEnded)},
 		// Claims.
 		{"BeginIsGet", plain(testBeginIsGet)},
 		{"BeginInFlight", plain(testBeginInFlight)},

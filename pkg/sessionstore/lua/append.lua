@@ -1,5 +1,5 @@
--- AppendEvent (with lib_touch).
--- KEYS: rec, subs, streams, the stream's log.
+-- AppendEvent (with lib_touch and lib_oncekey).
+-- KEYS: rec, subs, streams, the stream's log, the stream's once set.
 -- ARGV: ttl ms, now (unix ms), stream, data, -MaxEvents,
 --       MaxStreamsPerSession (0: no cap), event-log key prefix.
 -- Reply: the event's index, or 0 if there is no record.
@@ -10,7 +10,9 @@
 -- ended streams whose log is gone (their grace passed) lose their field,
 -- then, beyond MaxStreamsPerSession, the streams whose log expires first
 -- (ended ones, then the least recently appended) go with their log. The
--- log keys are derived from the prefix, as in lib_droplogs.
+-- log keys and once sets of those streams are derived from the prefix, as
+-- in lib_droplogs. The stream's once set (AppendOnce's keys) gets the
+-- log's expiry.
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local cur = tonumber(redis.call('HGET', KEYS[3], ARGV[3]) or '0')
 if cur < 0 then redis.call('HSET', KEYS[3], ARGV[3], -cur) end
@@ -20,6 +22,7 @@ redis.call('LTRIM', KEYS[4], ARGV[5], -1)
 redis.call('HSET', KEYS[1], 'lastSeen', ARGV[2])
 touch(ARGV[1])
 redis.call('PEXPIRE', KEYS[4], ARGV[1])
+redis.call('PEXPIRE', KEYS[5], ARGV[1])
 if idx == 1 then
   local all = redis.call('HGETALL', KEYS[3])
   local live = {}
@@ -31,6 +34,7 @@ if idx == 1 then
       local pttl = redis.call('PTTL', ARGV[7] .. name)
       if v < 0 and pttl == -2 then
         redis.call('HDEL', KEYS[3], name, name .. '#seq')
+        redis.call('DEL', oncekey(ARGV[7], name))
       else
         live[#live + 1] = {name, pttl}
       end
@@ -41,7 +45,7 @@ if idx == 1 then
     table.sort(live, function(a, b) return a[2] < b[2] end)
     for i = 1, #live + 1 - max do
       redis.call('HDEL', KEYS[3], live[i][1], live[i][1] .. '#seq')
-      redis.call('DEL', ARGV[7] .. live[i][1])
+      redis.call('DEL', ARGV[7] .. live[i][1], oncekey(ARGV[7], live[i][1]))
     end
   end
 end

@@ -1,5 +1,6 @@
 -- AppendEventSeq (with lib_touch).
--- KEYS: rec, subs, streams, the stream's log.
+-- KEYS: rec, subs, streams, the stream's log, the stream's once set
+-- (AppendOnce's keys, which get the log's expiry).
 -- ARGV: ttl ms, now (unix ms), stream, data, -MaxEvents, seq.
 -- Reply: the event's index; 0 if there is no record; -1 if the stream has
 -- no log or seq is not above its last one (kept in streams as the field
@@ -21,4 +22,5 @@ redis.call('LTRIM', KEYS[4], ARGV[5], -1)
 redis.call('HSET', KEYS[1], 'lastSeen', ARGV[2])
 touch(ARGV[1])
 redis.call('PEXPIRE', KEYS[4], ARGV[1])
+redis.call('PEXPIRE', KEYS[5], ARGV[1])
 return idx
