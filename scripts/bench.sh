@@ -281,6 +281,14 @@ if cluster_up scale-cluster 2 --max-listen-subscriptions 0; then
   cluster_down
 fi
 
+# What durable delivery costs (issue 18, docs/guarantees.md): a legacy
+# call's acked frames and a resources/updated through the session-events
+# path, in the in-process all-in-one (CPU of the whole process, NATS
+# messages per operation).
+echo "== durable delivery cost (in-process all-in-one)"
+(cd "$root" && go test -run '^$' -bench 'BenchmarkLegacyStreamCost|BenchmarkGetStreamUpdateCost' \
+  -benchtime 2000x ./internal/e2e/ 2>&1 | grep -E '^(Benchmark|ok|FAIL)') || fail "the durable delivery benchmarks failed"
+
 echo
 if [ -s "$results" ]; then
   "$bin/mcpfleet" bench report "$results" || fail "the report failed"

@@ -67,7 +67,7 @@ func (g *getRun) take(t *testing.T, s *testenv.Stream, stop string) bool {
 // with strictly increasing event ids, whatever it missed while A was
 // dead.
 func TestFrontendKilledGetStreamsDurable(t *testing.T) {
-	const clients, n, killAt = 4, 60, 15
+	const clients, n, killAt = 4, 110, 15
 	c := testenv.StartCluster(t, testenv.ClusterOptions{Frontends: 2, Workers: 2})
 	urlA, urlB := c.URLs[0], c.URLs[1]
 	uri := func(k int) string { return "test://getdur/" + strconv.Itoa(k) }

@@ -11,12 +11,10 @@ import (
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
 	"github.com/mcpfleet/mcpfleet/pkg/frontend/stream"
 	"github.com/mcpfleet/mcpfleet/pkg/limits"
-	"github.com/mcpfleet/mcpfleet/pkg/listen"
 	"github.com/mcpfleet/mcpfleet/pkg/mcp"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
 	"github.com/mcpfleet/mcpfleet/pkg/tasks/taskhttp"
-	"github.com/nats-io/nats.go"
 )
 
 // storeTimeout bounds one session-store call made for a request.

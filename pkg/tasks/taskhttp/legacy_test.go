@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/httpx"
+	"github.com/mcpfleet/mcpfleet/pkg/bus"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 	"github.com/mcpfleet/mcpfleet/pkg/tasks"
 )
@@ -40,7 +41,7 @@ func TestLegacyGetCancel(t *testing.T) {
 	rec := v.task(t, tasks.SessionPrincipal("s1"), "w1", true)
 	v.setAlive("w1", true)
 	controls := v.worker(t, rec.TaskID)
-	status := v.watch(t, v.subj.Session("s1"))
+	status := v.watch(t, v.subj.SessionEvents())
 	id := fmt.Sprintf(`"taskId":%q`, rec.TaskID)
 
 	w := v.serveLegacy(t, "s1", legacyCall(protocol.MethodTasksGet, id))
@@ -65,8 +66,10 @@ func TestLegacyGetCancel(t *testing.T) {
 	if c := recv(t, controls, "the cancel"); c.Op != "cancel" {
 		t.Fatalf("control: %+v", c)
 	}
-	if m := recv(t, status, "notifications/tasks/status"); !strings.Contains(string(m.Data), protocol.NotificationTasksStatus) {
-		t.Fatalf("session frame: %q", m.Data)
+	m := recv(t, status, "notifications/tasks/status")
+	evs, err := bus.DecodeSessionEvents(m.Data)
+	if err != nil || len(evs) != 1 || evs[0].Session != "s1" || evs[0].Kind != bus.FrameNotification || !strings.Contains(string(evs[0].Msg), protocol.NotificationTasksStatus) {
+		t.Fatalf("session event: %q (%v)", m.Data, err)
 	}
 	r := decode(t, v.serveLegacy(t, "s1", legacyCall(protocol.MethodTasksCancel, id)).Body.Bytes())
 	if r.Error == nil || !strings.Contains(r.Error.Message, "is already cancelled") {
