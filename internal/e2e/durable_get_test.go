@@ -11,15 +11,17 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/testenv"
+	"github.com/mcpfleet/mcpfleet/internal/testutil"
 )
 
 // getRun is one legacy client's GET stream: the updates it got, by URI,
 // and the event ids they came with.
 type getRun struct {
-	cl   *testenv.Client
-	got  map[string]int
-	ids  []string
-	last string // the last event id seen
+	cl    *testenv.Client
+	got   map[string]int
+	lists map[string]int // list_changed notifications, by method
+	ids   []string
+	last  string // the last event id seen
 }
 
 // take records updates (and their ids) until one for stop arrives, or
@@ -43,6 +45,10 @@ func (g *getRun) take(t *testing.T, s *testenv.Stream, stop string) bool {
 			var m testenv.Message
 			_ = json.Unmarshal([]byte(ev.Data), &m)
 			u := updatedURI(m)
+			if strings.HasSuffix(m.Method, "/list_changed") {
+				g.lists[m.Method]++
+				continue
+			}
 			if u == "" {
 				t.Errorf("unexpected message on a GET stream: %s", ev.Data)
 				continue
@@ -65,7 +71,8 @@ func (g *getRun) take(t *testing.T, s *testenv.Stream, stop string) bool {
 // the streams and updates go on. Each client then resumes with
 // Last-Event-ID at B: every update it is subscribed to arrives, each once,
 // with strictly increasing event ids, whatever it missed while A was
-// dead.
+// dead; and the tool list's change made in that gap arrives once as
+// tools/list_changed.
 func TestFrontendKilledGetStreamsDurable(t *testing.T) {
 	const clients, n, killAt = 4, 110, 15
 	c := testenv.StartCluster(t, testenv.ClusterOptions{Frontends: 2, Workers: 2})
@@ -76,7 +83,7 @@ func TestFrontendKilledGetStreamsDurable(t *testing.T) {
 	runs := make([]*getRun, clients)
 	streams := make([]*testenv.Stream, clients)
 	for i := range runs {
-		g := &getRun{cl: testenv.NewClient(t, urlA), got: map[string]int{}}
+		g := &getRun{cl: testenv.NewClient(t, urlA), got: map[string]int{}, lists: map[string]int{}}
 		g.cl.Initialize(nil)
 		for k, u := range append([]string{before, after}, func() (us []string) {
 			for k := range n {
@@ -145,6 +152,19 @@ func TestFrontendKilledGetStreamsDurable(t *testing.T) {
 	if flowErr != nil {
 		t.Fatal(flowErr)
 	}
+	// The tool list changes too while no frontend holds the streams: B
+	// raises list_changed only for the streams it holds (none yet), so the
+	// resumed streams get it from their log's catch-up, once.
+	toolsAt := func() int {
+		var res struct {
+			Tools []json.RawMessage `json:"tools"`
+		}
+		_ = json.Unmarshal(toucher.Call("tools", "tools/list", nil), &res)
+		return len(res.Tools)
+	}
+	tools := toolsAt()
+	toucher.Call("change", "tools/call", callParams("test_trigger_tool_change", nil))
+	testutil.PollFor(t, testenv.HangGuard(10*time.Second), "B to see the new tool list", func() bool { return toolsAt() != tools })
 	gap := time.Since(killed)
 	if err := touch("after", after); err != nil {
 		t.Fatal(err)
@@ -177,6 +197,9 @@ func TestFrontendKilledGetStreamsDurable(t *testing.T) {
 				break
 			}
 			prev = idx
+		}
+		if n := g.lists["notifications/tools/list_changed"]; n != 1 || len(g.lists) != 1 {
+			t.Errorf("client %d: list_changed delivered %v, want tools/list_changed once", i, g.lists)
 		}
 		t.Logf("client %d: produced %d updates, delivered %d (%d before the kill, the rest resumed at B); no frontend held the stream for %s",
 			i, n, delivered, beforeKill[i], gap.Round(100*time.Millisecond))

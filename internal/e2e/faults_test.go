@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/internal/testenv"
 	"github.com/mcpfleet/mcpfleet/internal/testutil"
+	"github.com/mcpfleet/mcpfleet/pkg/bus"
 	"github.com/nats-io/nats.go"
 )
 
@@ -302,10 +303,19 @@ func TestStalledReader(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	const burst = 50 // each round a burst the reading client takes in stride
 	for round := 0; ; round++ {
-		for i := 0; i < burst; i++ {
-			_ = nc.Publish("mcp.evt.res."+tokenForTest(uri), note)
+		// As a worker raises them: session events, logged by the
+		// frontend for each subscribed session.
+		evs := make([]bus.SessionEvent, burst)
+		for i := range evs {
+			evs[i] = bus.SessionEvent{Key: fmt.Sprintf("flood.%d.%d", round, i), URI: uri, Kind: bus.FrameNotification, Msg: note}
 		}
-		_ = nc.Flush()
+		batch, err := bus.EncodeSessionEvents(evs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := nc.Request("mcp.sevt", batch, testenv.HangGuard(10*time.Second)); err != nil {
+			t.Fatalf("session events: %v", err)
+		}
 		// The reading client keeps getting its events promptly.
 		for got < (round+1)*burst {
 			select {
@@ -332,11 +342,6 @@ func TestStalledReader(t *testing.T) {
 	if _, err := io.Copy(io.Discard, conn); err != nil {
 		t.Fatalf("the stalled connection was not closed: %v", err)
 	}
-}
-
-func tokenForTest(uri string) string {
-	// test://flood escapes like bus.Token: ':' and '/' are kept.
-	return strings.NewReplacer(".", "~2E").Replace(uri)
 }
 
 func droppedGet(t *testing.T, url string) float64 {

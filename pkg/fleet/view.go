@@ -367,6 +367,17 @@ func (v *View) rebuild(reported []string) {
 	}
 }
 
+// ListDigest returns the digest (mcp.ListDigest) of the list of kind
+// ("tools", "prompts" or "resources") the union of live pools offers now:
+// it changes exactly when a list_changed of that kind is raised for a
+// change of the lists.
+func (v *View) ListDigest(kind string) string {
+	if s := v.snap.Load(); s != nil {
+		return s.digests[kind]
+	}
+	return ""
+}
+
 // raise reports kinds to ViewOptions.ListChanged.
 func (v *View) raise(kinds []string) {
 	for _, k := range kinds {
@@ -376,8 +387,9 @@ func (v *View) raise(kinds []string) {
 
 // snapshot is an immutable picture of the union of live pools.
 type snapshot struct {
-	cat       *mcp.Catalog // the union
-	live      bool         // at least one pool is known
+	cat       *mcp.Catalog      // the union
+	digests   map[string]string // list kind -> mcp.ListDigest of cat
+	live      bool              // at least one pool is known
 	resources map[string]string
 	templates []templateRoute
 	prompts   map[string]string // prompt -> pool (for completion)
@@ -392,7 +404,10 @@ type templateRoute struct {
 // newSnapshot builds the union of cats, the catalogs of the pools names
 // (sorted): the first pool serving a resource, prompt or template wins.
 func newSnapshot(names []string, cats []*mcp.Catalog) *snapshot {
-	s := &snapshot{cat: mcp.MergeCatalogs(cats), live: len(cats) > 0, resources: map[string]string{}, prompts: map[string]string{}}
+	s := &snapshot{cat: mcp.MergeCatalogs(cats), live: len(cats) > 0, resources: map[string]string{}, prompts: map[string]string{}, digests: map[string]string{}}
+	for _, k := range []string{"tools", "prompts", "resources"} {
+		s.digests[k] = mcp.ListDigest(s.cat, k)
+	}
 	for i, c := range cats {
 		for _, r := range c.Resources {
 			if _, ok := s.resources[r.URI]; !ok {

@@ -3,6 +3,7 @@ package mcp
 import (
 	"crypto/sha256"
 	"encoding/base32"
+	"encoding/base64"
 	"encoding/json"
 	"path"
 	"slices"
@@ -239,6 +240,30 @@ func SameLists(a, b *Catalog) (changed []string) {
 		changed = append(changed, "resources")
 	}
 	return changed
+}
+
+// ListDigest returns a digest of what a catalog offers for one list kind
+// ("tools", "prompts" or "resources", the last with its templates): two
+// catalogs have the same digest for a kind exactly when SameLists does not
+// report it. "" for another kind or a nil catalog.
+func ListDigest(c *Catalog, kind string) string {
+	if c == nil {
+		return ""
+	}
+	var v any
+	switch kind {
+	case "tools":
+		v = c.Tools
+	case "prompts":
+		v = c.Prompts
+	case "resources":
+		v = [2]any{c.Resources, c.Templates}
+	default:
+		return ""
+	}
+	b, _ := json.Marshal(v)
+	sum := sha256.Sum256(b)
+	return base64.RawURLEncoding.EncodeToString(sum[:12])
 }
 
 // IsCatalogMethod reports whether a Catalog answers method: initialize,

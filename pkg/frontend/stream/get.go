@@ -64,6 +64,9 @@ func (s *Streams) getStream(w http.ResponseWriter, r *http.Request, sess *sessio
 	rl := &getRelay{s: s, r: r, g: g, session: sess.ID}
 	var replay []sessionstore.Event
 	if streamID == bus.SessionLog {
+		// Lists that changed while no frontend held the stream: their
+		// list_changed is logged now, so the replay has it.
+		s.noteLists(r.Context(), sess.ID, true)
 		replay, err = s.readLog(r.Context(), sess.ID, after)
 		switch {
 		case errors.Is(err, sessionstore.ErrEventsPurged):
@@ -85,6 +88,7 @@ func (s *Streams) getStream(w http.ResponseWriter, r *http.Request, sess *sessio
 			return
 		}
 		rl.last = idx
+		s.noteLists(r.Context(), sess.ID, false) // the lists the client starts with
 	}
 	defer s.opts.Metrics.StreamOpened("get")()
 	// A session has one GET stream: a newer one replaces older ones,
@@ -176,7 +180,7 @@ func (rl *getRelay) onItem(item []byte) bool {
 	case byte(bus.FrameNotification):
 		// Raised by this frontend (list_changed): logged here.
 		payload := item[1:]
-		if idx, ok := rl.s.logEvent(rl.session, bus.SessionLog, payload); ok {
+		if idx, ok := rl.s.logListChanged(rl.session, payload); ok {
 			return rl.logged(idx, payload)
 		}
 		if err := rl.sse.Event("", payload); err != nil {

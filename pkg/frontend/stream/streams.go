@@ -56,6 +56,13 @@ type Options struct {
 	// Registry opens legacy GET streams.
 	// default: none (required)
 	Registry *listen.Registry
+	// ListDigest gives the digest of the list of a kind ("tools",
+	// "prompts", "resources") clients are offered now ("" when unknown):
+	// a GET log remembers which lists its client was told about, so a
+	// stream resumed after a change that no frontend delivered gets its
+	// list_changed (see listchanged.go).
+	// default: none (list_changed is logged only by the holder)
+	ListDigest func(kind string) string
 	// Logger receives warnings and errors.
 	// default: slog.Default()
 	Logger *slog.Logger
