@@ -74,8 +74,12 @@ func (s *Streams) getStream(w http.ResponseWriter, r *http.Request, sess *sessio
 	defer s.opts.Metrics.StreamOpened("get")()
 	// A session has one GET stream: a newer one replaces older ones,
 	// wherever they are held, so each message goes to exactly one stream.
-	g.SetTag(streamID)
-	_ = s.nc.Publish(s.subj.SessionControl(sess.ID), []byte(listen.CtlGetOpened+streamID))
+	// The tag names this opening, not the stream: a resumption of the
+	// same stream (same stream id, here or on another frontend) replaces
+	// the one still held too.
+	tag := NewStreamID('t')
+	g.SetTag(tag)
+	_ = s.nc.Publish(s.subj.SessionControl(sess.ID), []byte(listen.CtlGetOpened+tag))
 	sse := StartSSE(w, s.opts.WriteTimeout, nil)
 	if !s.openGet(sse, sess.ID, streamID, resumed, replay) {
 		return
