@@ -476,6 +476,59 @@ func TestResumeAfterFrontendKilled(t *testing.T) {
 	}
 }
 
+// TestGetResumedWhileHeld: a GET stream resumed with Last-Event-ID while
+// the frontend still holds it supersedes the held one (the same stream id,
+// a newer opening), so the next update reaches one stream and is logged
+// once. TestNATSBlipAfterResume does the same across frontends of a NATS
+// cluster.
+func TestGetResumedWhileHeld(t *testing.T) {
+	e := testenv.StartInProc(t, testenv.InProcOptions{})
+	c := testenv.NewClient(t, e.URL)
+	c.Initialize(nil)
+	const uri, sentinel = "test://resumed-while-held", "test://resumed-while-held/sentinel"
+	c.Call(2, "resources/subscribe", map[string]any{"uri": uri})
+	c.Call(3, "resources/subscribe", map[string]any{"uri": sentinel})
+	touch := func(id any, u string) {
+		t.Helper()
+		if r := c.Post(testenv.Request(id, "tools/call", callParams("touch_resource", map[string]any{"uri": u})), nil); r.ErrorCode() != 0 || !strings.Contains(string(r.Body), "touched") {
+			t.Fatalf("touch_resource %s: %s", u, r)
+		}
+	}
+	// until reads s up to an update of u and returns its event id and how
+	// many updates of uri came before it.
+	until := func(s *testenv.Stream, u string) (id string, before int) {
+		t.Helper()
+		for {
+			ev, m := s.NextMessage(t, testenv.HangGuard(10*time.Second))
+			switch updatedURI(m) {
+			case u:
+				return ev.ID, before
+			case uri:
+				before++
+			}
+		}
+	}
+	held := c.OpenGet(nil)
+	touch(4, sentinel)
+	last, _ := until(held, sentinel)
+	resumed := c.OpenGet(map[string]string{"Last-Event-ID": last})
+	if resumed.Status != http.StatusOK {
+		t.Fatalf("resume: HTTP %d %s", resumed.Status, resumed.Body)
+	}
+	if msgs, _, ended := held.Rest(testenv.HangGuard(5 * time.Second)); !ended || len(msgs) != 0 {
+		t.Fatalf("the held stream after the resumption: ended %v, messages %+v; want ended, none", ended, msgs)
+	}
+	touch(5, uri)
+	until(resumed, uri)
+	// The log has the update once: a second resumption replays it once
+	// (the replay comes before the live sentinel).
+	again := c.OpenGet(map[string]string{"Last-Event-ID": last})
+	touch(6, sentinel)
+	if _, n := until(again, sentinel); n != 1 {
+		t.Fatalf("a second resumption replayed the update %d times, want once", n)
+	}
+}
+
 // TestKeepAlive checks SSE keepalive comments on GET streams.
 func TestKeepAlive(t *testing.T) {
 	_, url := testenv.StartMCPFleet(t, "--keepalive", "150ms")

@@ -237,13 +237,15 @@ func StartNATSServer(tb testing.TB) (*Proc, string) {
 	if err := os.WriteFile(conf, []byte(fmt.Sprintf("listen: 127.0.0.1:%d\nmax_payload: 8MB\n", port)), 0o600); err != nil {
 		tb.Fatal(err)
 	}
-	return startNATSConf(tb, bin, conf, port)
+	return startNATSConf(tb, "nats-server", bin, conf, port)
 }
 
-func startNATSConf(tb testing.TB, bin, conf string, port int) (*Proc, string) {
+// startNATSConf runs nats-server with configuration file conf, whose
+// client port is port, and waits until it accepts connections.
+func startNATSConf(tb testing.TB, name, bin, conf string, port int) (*Proc, string) {
 	tb.Helper()
-	p := Start(tb, "nats-server", bin, "-c", conf)
-	p.restart = func(tb testing.TB) *Proc { q, _ := startNATSConf(tb, bin, conf, port); return q }
+	p := Start(tb, name, bin, "-c", conf)
+	p.restart = func(tb testing.TB) *Proc { q, _ := startNATSConf(tb, name, bin, conf, port); return q }
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	WaitTCP(tb, addr, 10*time.Second)
 	return p, "nats://" + addr

@@ -41,8 +41,15 @@ type ConnectOptions struct {
 	InboxPrefix string
 }
 
-// Connect dials url and keeps reconnecting forever after a loss (requests
-// during an outage fail fast with nats.ErrConnectionClosed or a timeout).
+// Connect dials url, one NATS server URL or a comma-separated list of
+// them (the nodes of a cluster), passed to nats.Connect as is: the first
+// connection tries the servers in random order until one answers. After a
+// loss it keeps reconnecting forever: it tries the servers of the list
+// (and any the cluster advertises) in turn, and each time all have failed
+// it waits 250ms plus a random jitter of up to 100ms (1s with TLS), so
+// that the many processes that lost the same node do not all retry at
+// the same instant. Requests during an outage fail fast with
+// nats.ErrConnectionClosed or a timeout.
 func Connect(url string, opts *ConnectOptions) (*nats.Conn, error) {
 	if opts == nil {
 		opts = &ConnectOptions{}
@@ -108,6 +115,7 @@ func connOptions(name string, log *slog.Logger, timeout time.Duration) []nats.Op
 		nats.Timeout(timeout),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
+		nats.ReconnectJitter(100*time.Millisecond, time.Second),
 		nats.ReconnectBufSize(8 << 20),
 		nats.RetryOnFailedConnect(false),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/mcpfleet/mcpfleet/internal/testutil"
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 )
@@ -306,6 +308,50 @@ func TestConnectFailsFast(t *testing.T) {
 	if !strings.Contains(err.Error(), "nats://127.0.0.1:1") {
 		t.Errorf("error %q does not name the URL", err)
 	}
+}
+
+// TestConnectList: --nats-url takes a comma-separated list of servers (the
+// nodes of a cluster), which reaches nats.Connect as is. The first
+// connection skips a server that refuses, and after the loss of the
+// server it is on, the connection comes back on another one of the list.
+func TestConnectList(t *testing.T) {
+	var servers []*bus.Embedded
+	urls := []string{"nats://127.0.0.1:1"} // port 1 on localhost refuses connections
+	for range 2 {
+		e, err := bus.StartEmbedded(&bus.EmbeddedOptions{Listen: "127.0.0.1:-1", Logger: quietLogger()})
+		if err != nil {
+			t.Fatalf("StartEmbedded: %v", err)
+		}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), deadline)
+			defer cancel()
+			_ = e.Shutdown(ctx) // one is shut down by the test already
+		})
+		servers = append(servers, e)
+		urls = append(urls, e.ClientURL())
+	}
+	list := strings.Join(urls, ", ")
+	nc, err := bus.Connect(list, &bus.ConnectOptions{Name: "list-client", Logger: quietLogger(), ConnectTimeout: deadline})
+	if err != nil {
+		t.Fatalf("Connect(%q): %v", list, err)
+	}
+	t.Cleanup(nc.Close)
+	first := slices.Index(urls, nc.ConnectedUrl())
+	if first < 1 {
+		t.Fatalf("ConnectedUrl() = %q, want one of %q", nc.ConnectedUrl(), urls[1:])
+	}
+	other := 3 - first // the other live server: 1 or 2
+
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	if err := servers[first-1].Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	// A hang guard: the reconnection takes a few rounds of the list at
+	// most, each ending in ReconnectWait and its jitter.
+	testutil.PollFor(t, deadline, "the connection to come back on "+urls[other], func() bool {
+		return nc.IsConnected() && nc.ConnectedUrl() == urls[other]
+	})
 }
 
 func TestStartEmbeddedBadListen(t *testing.T) {

@@ -40,7 +40,9 @@ type SessionStream struct {
 	announced bool
 }
 
-// SetTag names the stream for CtlGetOpened. The transport then publishes
+// SetTag names the stream for CtlGetOpened: a tag of its own (two
+// openings of the same SSE stream, a resumption, have two tags, so the
+// newer supersedes the older). The transport then publishes
 // CtlGetOpened+tag on the session's control subject; when it comes back,
 // the stream is announced, and from then on a CtlGetOpened with another tag
 // (a newer stream, on any frontend) ends it with ReasonSuperseded.

@@ -93,7 +93,9 @@ func (s *Streams) getStream(w http.ResponseWriter, r *http.Request, sess *sessio
 	defer s.opts.Metrics.StreamOpened("get")()
 	// A session has one GET stream: a newer one replaces older ones,
 	// wherever they are held, so each message goes to exactly one stream.
-	tag := NewStreamID('g')
+	// The tag names this opening, not the stream: a resumption (on any
+	// frontend) replaces the stream still held too.
+	tag := NewStreamID('t')
 	g.SetTag(tag)
 	_ = s.nc.Publish(s.subj.SessionControl(sess.ID), []byte(listen.CtlGetOpened+tag))
 	rl.sse = StartSSE(w, s.opts.WriteTimeout, nil)
