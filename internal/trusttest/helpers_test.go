@@ -80,6 +80,16 @@ type conn struct {
 // (the one the binaries use, see bus.Subjects.InboxPrefix).
 func dial(t testing.TB, url, user, pw, inbox string) (*conn, error) {
 	t.Helper()
+	if user == "" {
+		return dialWith(t, url, inbox)
+	}
+	return dialWith(t, url, inbox, nats.UserInfo(user, pw))
+}
+
+// dialWith connects with the credential options auth (none: anonymous)
+// and the role's inbox prefix (empty: the default).
+func dialWith(t testing.TB, url, inbox string, auth ...nats.Option) (*conn, error) {
+	t.Helper()
 	c := &conn{errs: make(chan error, 64)}
 	opts := []nats.Option{
 		nats.Timeout(testenv.HangGuard(5 * time.Second)),
@@ -91,9 +101,7 @@ func dial(t testing.TB, url, user, pw, inbox string) (*conn, error) {
 			}
 		}),
 	}
-	if user != "" {
-		opts = append(opts, nats.UserInfo(user, pw))
-	}
+	opts = append(opts, auth...)
 	if inbox != "" {
 		opts = append(opts, nats.CustomInboxPrefix(inbox))
 	}
