@@ -78,14 +78,14 @@ func TestFrontendKilledGetStreamsDurable(t *testing.T) {
 	c := testenv.StartCluster(t, testenv.ClusterOptions{Frontends: 2, Workers: 2})
 	urlA, urlB := c.URLs[0], c.URLs[1]
 	uri := func(k int) string { return "test://getdur/" + strconv.Itoa(k) }
-	const before, after = "test://getdur/before", "test://getdur/after"
+	const before, after, final = "test://getdur/before", "test://getdur/after", "test://getdur/final"
 
 	runs := make([]*getRun, clients)
 	streams := make([]*testenv.Stream, clients)
 	for i := range runs {
 		g := &getRun{cl: testenv.NewClient(t, urlA), got: map[string]int{}, lists: map[string]int{}}
 		g.cl.Initialize(nil)
-		for k, u := range append([]string{before, after}, func() (us []string) {
+		for k, u := range append([]string{before, after, final}, func() (us []string) {
 			for k := range n {
 				us = append(us, uri(k))
 			}
@@ -179,7 +179,18 @@ func TestFrontendKilledGetStreamsDurable(t *testing.T) {
 		if !g.take(t, s, after) {
 			t.Fatalf("client %d: the resumed stream ended before the last update", i)
 		}
-		s.Close()
+		streams[i] = s
+	}
+	// What the resumptions logged after the last update (the list_changed
+	// of the gap) arrives before a final update raised now.
+	if err := touch("final", final); err != nil {
+		t.Fatal(err)
+	}
+	for i, g := range runs {
+		if !g.take(t, streams[i], final) {
+			t.Fatalf("client %d: the resumed stream ended before the final update", i)
+		}
+		streams[i].Close()
 	}
 	for i, g := range runs {
 		delivered := 0
