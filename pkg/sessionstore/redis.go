@@ -18,8 +18,9 @@ import (
 // # Key layout
 //
 // Every key of a session carries the session id as a hash tag, so the
-// session lives on one Redis Cluster slot and each operation is one atomic
-// Lua script. With P the key prefix and S the session id:
+// session lives on one Redis Cluster slot and each operation is an atomic
+// Lua script given every key it touches. With P the key prefix and S the
+// session id:
 //
 //	P:{S}:rec            HASH   the record, one field per Session member:
 //	                            id, protocolVersion, logLevel, principal;
@@ -67,11 +68,13 @@ import (
 // so indices never restart within a session and EventsAfter can tell a
 // lost log (ErrEventsPurged) from an empty one, as long as the stream keeps
 // its field: EndStream negates it and shortens the log's expiry to
-// EndedStreamGrace; the first append of a new stream then drops the fields
-// of ended streams whose log is gone, and, beyond MaxStreamsPerSession,
-// the streams whose log expires first (ended ones, then the least recently
-// appended) with their log. So streams holds no more fields than the cap
-// and the streams of the last grace, whatever the session's age.
+// EndedStreamGrace; the first append of a new stream is then followed by
+// a sweep that drops the fields of ended streams whose log is gone, and,
+// beyond MaxStreamsPerSession, the streams whose log expires first (ended
+// ones, then the least recently appended) with their log. So streams holds
+// no more fields than the cap and the streams of the last grace, whatever
+// the session's age, but for the streams whose sweep has yet to run (or
+// failed: see [Redis.AppendEvent]).
 //
 // A claim key expires on its own, after the ttl given to Begin, whatever
 // happens to the session. The rq set is kept alive as long as the claims
@@ -89,21 +92,29 @@ import (
 // leaves a stale entry, never a subscription missing from the index; see
 // [Redis.Subscribe]); Subscribers is an SMEMBERS and UseOnce a SET NX;
 // AppendOnce is one script call per message, the whole batch in one
-// pipeline. The scripts live in lua/*.lua, one file per script, embedded
-// (see redis_scripts.go). Create is a create-if-absent; Update,
-// Subscribe, Unsubscribe, AppendEvent, AppendEventSeq and AppendOnce
-// check that the record exists before writing, so they never resurrect a
-// deleted or expired session. Create and Delete drop the event logs
-// listed in streams (with their once sets) and the claims listed in rq.
-// Begin is Get's script plus the claim, End a compare-and-delete of the
-// claim key. Every script touches only the keys it is given in KEYS, but
-// for Create and Delete, which delete event-log, once-set and claim keys
-// they derive from a prefix (declaring them would take a first round trip
-// and lose the atomicity; see lua/lib_droplogs.lua), and AppendEvent,
-// whose sweep deletes the logs and once sets of other streams likewise.
-// That is sound on Redis Cluster because those keys share the session's
-// hash tag, hence its slot. For the same reason, ids with a brace (which
-// [NewID] never makes) are refused.
+// pipeline; Create, Delete and the first append of a stream take a
+// second round trip when they need the keys of the session's logs, once
+// sets or claims (below). The scripts live in lua/*.lua, one file per
+// script, embedded (see redis_scripts.go). Create is a create-if-absent;
+// Update, Subscribe, Unsubscribe, AppendEvent, AppendEventSeq and
+// AppendOnce check that the record exists before writing, so they never
+// resurrect a deleted or expired session. Begin is Get's script plus the
+// claim, End a compare-and-delete of the claim key.
+//
+// Every script touches only the keys it is given in KEYS (the rule stated
+// in redis_scripts.go, which a test enforces). Create and Delete drop the
+// event logs listed in streams (with their once sets) and the claims
+// listed in rq: their script is given those keys, which the Go side names
+// from a first run that reports them, changing nothing, when they exist;
+// the second run, atomic, checks that none is missing (else it reports
+// those and changes nothing again). So Create (of a new id: one round
+// trip) and Delete (two, if the session has streams or claims) stay one
+// atomic step each. The sweep that follows the first append of a stream
+// is a script of its own, given the keys of the streams that append.lua
+// named (see [Redis.AppendEvent]). All the keys of a session share its
+// hash tag, hence its slot, so each script, which declares them all, is
+// routed to the one node that holds them. For the same reason, ids with
+// a brace (which [NewID] never makes) are refused.
 type Redis struct {
 	client    redis.UniversalClient
 	owned     bool // Close closes client

@@ -37,8 +37,7 @@ func (r *Redis) keys(id string) (keys []string, logPrefix string) {
 }
 
 // onceKey returns the key of the once set of (session id, stream): the
-// digests of AppendOnce's keys (lua/lib_oncekey.lua derives it the same
-// way from the event-log key prefix).
+// digests of AppendOnce's keys.
 func (r *Redis) onceKey(id, stream string) string {
 	return r.prefix + ":{" + id + "}:once:" + stream
 }

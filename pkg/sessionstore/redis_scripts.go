@@ -11,6 +11,24 @@ import (
 // the lib_*.lua helpers some of them share. Each script states its KEYS,
 // ARGV and reply at its top.
 //
+// The rule: a script touches only the keys it is given in KEYS. Every
+// key argument of a redis.call or redis.pcall is written KEYS[i] (or, for
+// the commands whose arguments are all keys, such as DEL, a range
+// unpack(KEYS, ...)); no script builds a key name, from ARGV, from
+// another key's name or from what a key holds. Redis Cluster routes a
+// script by its declared keys, and only those are guaranteed to be
+// there (in the slot, not migrating): a key that the script derives is
+// outside the contract even when it shares the session's hash tag. When
+// a script needs keys that only the session's data names (the event logs
+// listed in streams, the claims listed in rq), the Go side declares them
+// from an earlier round trip's reading, and the script checks that none
+// is missing and names those that are, for another run (see
+// redis_declare.go). The command names are literals, so that the key
+// positions are known. TestLuaKeysDeclared (lua_keys_test.go) checks all
+// of this on the sources, for every redis.call of every file here, and
+// TestLuaKeySpecsMatchRedis its table of key positions against what the
+// Redis server reports (COMMAND INFO).
+//
 //go:embed lua/*.lua
 var luaFiles embed.FS
 
@@ -42,15 +60,16 @@ func prefixed(p string, names []string) []string {
 // KEYS[2] subs, KEYS[3] streams, then what the script adds (the rq set,
 // a claim, a stream's log and once set); see the key layout on [Redis].
 var (
-	scriptCreate        = loadScript("create", "oncekey", "droplogs", "dropclaims")
+	scriptCreate        = loadScript("create", "dropsession")
 	scriptGet           = loadScript("get", "touch", "record")
 	scriptBegin         = loadScript("begin", "touch", "record")
 	scriptEnd           = loadScript("end")
 	scriptUpdate        = loadScript("update", "touch")
-	scriptDelete        = loadScript("delete", "oncekey", "droplogs", "dropclaims")
+	scriptDelete        = loadScript("delete", "dropsession")
 	scriptSubscribe     = loadScript("subscribe", "touch")
 	scriptSubscriptions = loadScript("subscriptions")
-	scriptAppend        = loadScript("append", "touch", "oncekey")
+	scriptAppend        = loadScript("append", "touch")
+	scriptSweep         = loadScript("sweep")
 	scriptEventsAfter   = loadScript("events_after")
 	scriptEndStream     = loadScript("end_stream")
 	scriptRecordCreate  = loadScript("record_create")

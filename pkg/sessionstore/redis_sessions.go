@@ -12,7 +12,10 @@ import (
 )
 
 // Create implements [Store.Create]. Besides the ids [ValidID] refuses, it
-// refuses ids with a brace.
+// refuses ids with a brace. The create-if-absent and the wiping of an
+// earlier session's leftovers are one atomic step (lua/create.lua): one
+// round trip, two when there are leftovers, whose keys it must name (see
+// runDropping).
 func (r *Redis) Create(ctx context.Context, s *Session) error {
 	if err := checkNew(s); err != nil {
 		return err
@@ -24,12 +27,10 @@ func (r *Redis) Create(ctx context.Context, s *Session) error {
 	if err != nil {
 		return fmt.Errorf("sessionstore: create %q: %w", shortID(s.ID), err)
 	}
-	keys, logPrefix := r.keys(s.ID)
-	keys = append(keys, r.claimsKey(s.ID))
 	now := nowMilli()
 	ms := now.UnixMilli()
-	created, err := r.run(ctx, scriptCreate, keys,
-		logPrefix, r.ttlMS,
+	created, err := r.runDropping(ctx, scriptCreate, s.ID,
+		r.ttlMS,
 		fieldID, s.ID,
 		fieldProtocolVersion, s.ProtocolVersion,
 		fieldClientInfo, info,
@@ -41,7 +42,7 @@ func (r *Redis) Create(ctx context.Context, s *Session) error {
 		fieldCreatedAt, ms,
 		fieldLastSeen, ms,
 		fieldVersion, 1,
-	).Int64()
+	)
 	switch {
 	case err != nil:
 		return fmt.Errorf("sessionstore: create %q: %w", shortID(s.ID), err)
@@ -155,15 +156,16 @@ func (r *Redis) Update(ctx context.Context, id string, p Patch) error {
 	return r.runLive(ctx, "update", id, scriptUpdate, args...)
 }
 
-// Delete implements [Store.Delete].
+// Delete implements [Store.Delete] in one atomic step (lua/delete.lua):
+// one round trip for a session without streams or claims, else two, the
+// first of which learns the keys of its logs, once sets and claims (see
+// runDropping).
 func (r *Redis) Delete(ctx context.Context, id string) error {
 	if !r.validID(id) {
 		return fmt.Errorf("sessionstore: delete %q: %w", shortID(id), ErrNotFound)
 	}
-	keys, logPrefix := r.keys(id)
-	keys = append(keys, r.claimsKey(id))
 	r.cache.drop(id)
-	n, err := r.run(ctx, scriptDelete, keys, logPrefix).Int64()
+	n, err := r.runDropping(ctx, scriptDelete, id)
 	if err == nil && n == 0 {
 		err = ErrNotFound
 	}

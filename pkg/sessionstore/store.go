@@ -287,7 +287,8 @@ type EventLog interface {
 	// newest event). An append reopens an ended stream. Unknown sessions
 	// and streams are a no-op; it fails only when the backend is
 	// unreachable or ctx is done. Besides, a session keeps event logs for
-	// at most Options.MaxStreamsPerSession streams.
+	// at most Options.MaxStreamsPerSession streams (a Redis store: once
+	// each AppendEvent has returned, see [Redis.AppendEvent]).
 	EndStream(ctx context.Context, id, stream string) error
 }
 

@@ -11,7 +11,7 @@
 -- of the keys of the stream's last MaxEvents appends made by AppendOnce,
 -- scored by their index; it gets the log's expiry whenever the log does
 -- (here, in append.lua, append_seq.lua and end_stream.lua) and goes with
--- the log (lib_droplogs, the sweep of append.lua, end_stream.lua).
+-- the log (lib_dropsession, sweep.lua, end_stream.lua).
 if redis.call('EXISTS', KEYS[1]) == 0 then return {4, 0} end
 if ARGV[7] ~= '' and redis.call('SISMEMBER', KEYS[2], ARGV[7]) == 0 then
   return {3, 0}
