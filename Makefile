@@ -4,7 +4,7 @@ SHELL := /bin/bash
 GOBIN := $(shell go env GOPATH)/bin
 export PATH := $(GOBIN):$(PATH)
 
-.PHONY: run test deps vet gotest modules-test conformance conformance-cluster cluster build fmt lint
+.PHONY: run test deps vet gotest modules-test conformance conformance-cluster conformance-ha cluster cluster-ha build fmt lint
 
 run:
 	go run ./cmd/mcpfleet serve --listen 127.0.0.1:8080
@@ -77,11 +77,22 @@ conformance:
 conformance-cluster:
 	./scripts/conformance-cluster.sh 2025-11-25 2026-07-28
 
+# Both requirement sets through nginx against the cluster-ha topology (3
+# NATS nodes, a Redis Cluster), before and after killing a NATS node and a
+# Redis master.
+conformance-ha:
+	./scripts/conformance-ha.sh 2025-11-25 2026-07-28
+
 # The cluster on this machine, without docker; Ctrl-C stops it.
 cluster:
 	./scripts/cluster.sh
 
-test: deps vet gotest modules-test fuzz conformance conformance-cluster
+# Past one machine, on one machine: 3 NATS nodes, a Redis Cluster of 3
+# masters and 3 replicas, 2 frontends, 2 workers, nginx; Ctrl-C stops it.
+cluster-ha:
+	./scripts/cluster-ha.sh
+
+test: deps vet gotest modules-test fuzz conformance conformance-cluster conformance-ha
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
