@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/url"
 	"strings"
 	"time"
 
@@ -38,9 +37,9 @@ func (r role) clustered() bool { return r == roleFrontend || r == roleWorker }
 // becomes the options of a Run function.
 type config struct {
 	natsConfig
+	redisConfig
 	Listen, Path                string
 	NATSURL, NATSListen         string
-	RedisURL                    string
 	SessionTTL, RequestTimeout  time.Duration
 	KeepAlive, ListenKeepAlive  time.Duration
 	BodyTimeout, DrainTimeout   time.Duration
@@ -126,16 +125,15 @@ func (c *config) define(r role, f *flags, program func(*flag.FlagSet)) error {
 	case roleServe:
 		f.str(&c.NATSURL, "nats-url", "", "URLS", "NATS server(s), comma-separated (empty: an embedded NATS server)")
 		f.str(&c.NATSListen, "nats-listen", "", "ADDR", "also open the embedded NATS server to other processes on this address")
-		f.str(&c.RedisURL, "redis-url", "", "URL", "Redis for sessions, shared by frontends (empty: the in-memory store)")
 	case roleFrontend:
 		f.str(&c.NATSURL, "nats-url", DefaultNATSURL, "URLS", "NATS server(s), comma-separated")
-		f.str(&c.RedisURL, "redis-url", "redis://127.0.0.1:6379/0", "URL", "Redis for sessions, shared by every frontend")
 	case roleWorker:
 		f.str(&c.NATSURL, "nats-url", DefaultNATSURL, "URLS", "NATS server(s), comma-separated")
 	}
 	if r.bus() {
 		c.defineNATS(r, f)
 	}
+	c.defineRedis(r, f)
 
 	if r.handlers() {
 		f.in(groupWorker)
@@ -256,14 +254,7 @@ func (c *config) validate(r role) error {
 	if r.bus() {
 		c.validateNATS(r, c.NATSURL, add)
 	}
-	if r == roleFrontend && c.RedisURL == "" {
-		add("--redis-url is required")
-	}
-	if c.RedisURL != "" {
-		if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix") {
-			add("--redis-url: want redis://[user:password@]host:port/db, rediss:// or unix://")
-		}
-	}
+	c.validateRedis(r, add)
 	if c.ConnectTimeout < 0 {
 		add("--connect-timeout must not be negative")
 	}
@@ -306,7 +297,9 @@ func (c *config) logger(w io.Writer) *slog.Logger {
 // handlerOptions maps the flags onto HandlerOptions.
 func (c *config) handlerOptions(log *slog.Logger) HandlerOptions {
 	o := HandlerOptions{
-		NATSURL: c.NATSURL, NATSListen: c.NATSListen, RedisURL: c.RedisURL, ConnectTimeout: offWhenZero(c.ConnectTimeout),
+		NATSURL: c.NATSURL, NATSListen: c.NATSListen, ConnectTimeout: offWhenZero(c.ConnectTimeout),
+		RedisURL: c.RedisURL, RedisMode: sessionstore.RedisMode(c.RedisMode),
+		RedisWaitReplicas: int(c.RedisWaitReplicas), RedisWaitTimeout: c.RedisWaitTimeout,
 		NATSAuth: c.natsAuth(), SubjectPrefix: c.SubjectPrefix,
 		Memory: sessionstore.Options{MaxSessions: int(c.MaxSessions), MaxSessionBytes: c.MaxSessionBytes,
 			MaxStreamsPerSession: int(c.MaxStreamsPerSession), EndedStreamGrace: c.EndedStreamGrace},

@@ -62,6 +62,22 @@ type HandlerOptions struct {
 	// in-memory store, which only one frontend can use.
 	// default: none (the in-memory store)
 	RedisURL string
+	// RedisMode says what RedisURL names: one server, a Redis Cluster's
+	// seed nodes or the sentinels of a master (see sessionstore.RedisMode
+	// for each form). An invalid mode, or a URL not of its form, makes
+	// NewHandler fail at once with an error wrapping
+	// sessionstore.ErrInvalidConfig (no retry).
+	// default: sessionstore.RedisSingle
+	RedisMode sessionstore.RedisMode
+	// RedisWaitReplicas, when positive, makes every write to Redis wait
+	// until that many replicas have it, for at most RedisWaitTimeout, and
+	// fail otherwise (see sessionstore.RedisOptions.WaitReplicas): an
+	// acknowledged write then survives a failover.
+	// default: 0 (off: replication is asynchronous)
+	RedisWaitReplicas int
+	// RedisWaitTimeout bounds each write's wait for RedisWaitReplicas.
+	// default: sessionstore.DefaultWaitTimeout (1 second)
+	RedisWaitTimeout time.Duration
 	// ConnectTimeout is how long the first connection to NATS and to
 	// Redis is retried (a frontend started beside them comes up once they
 	// do); negative means off: one attempt.
@@ -346,7 +362,8 @@ func openStore(ctx context.Context, o *HandlerOptions) (sessionstore.Store, erro
 	octx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	return sessionstore.OpenRedis(octx, o.RedisURL, &sessionstore.RedisOptions{Options: sessionstore.Options{
-		TTL: so.TTL, MaxStreamsPerSession: so.MaxStreamsPerSession, EndedStreamGrace: so.EndedStreamGrace}})
+		TTL: so.TTL, MaxStreamsPerSession: so.MaxStreamsPerSession, EndedStreamGrace: so.EndedStreamGrace},
+		Mode: o.RedisMode, WaitReplicas: o.RedisWaitReplicas, WaitTimeout: o.RedisWaitTimeout})
 }
 
 // ServeHTTP serves the MCP endpoint (both protocol eras).

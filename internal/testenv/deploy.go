@@ -47,6 +47,11 @@ type ClusterOptions struct {
 	// Persistent runs a redis-server with append-only persistence that the
 	// test can restart (Cluster.Redis); otherwise a throwaway one.
 	Persistent bool
+	// RedisURL, when set, is the frontends' Redis instead of a
+	// redis-server of the cluster's own (Persistent is then ignored), and
+	// RedisMode its --redis-mode: a RedisCluster's or RedisSentinel's URL
+	// with "cluster" or "sentinel", say.
+	RedisURL, RedisMode string
 	// WorkerCommand, when set, runs each worker as this command (a binary
 	// and its first arguments, e.g. an example's binary and "worker")
 	// instead of the worker binary with the conformance fixture.
@@ -68,9 +73,12 @@ func StartCluster(tb testing.TB, opts ClusterOptions) *Cluster {
 	}
 	c := &Cluster{}
 	c.NATS, c.NATSURL = StartNATSServer(tb)
-	if opts.Persistent {
+	switch {
+	case opts.RedisURL != "":
+		c.RedisURL = opts.RedisURL
+	case opts.Persistent:
 		c.Redis, c.RedisURL = StartRedisServer(tb)
-	} else {
+	default:
 		c.RedisURL = testutil.StartRedis(tb)
 	}
 	wargs := opts.WorkerArgs
@@ -85,6 +93,9 @@ func StartCluster(tb testing.TB, opts ClusterOptions) *Cluster {
 		c.Workers = append(c.Workers, StartWorkerCommand(tb, command, c.NATSURL, wargs...))
 	}
 	fargs := opts.FrontendArgs
+	if opts.RedisMode != "" {
+		fargs = append([]string{"--redis-mode", opts.RedisMode}, fargs...)
+	}
 	var proxyPort int
 	if opts.Nginx {
 		proxyPort = FreePort(tb)

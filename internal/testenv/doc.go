@@ -1,8 +1,9 @@
 // Package testenv starts real mcpfleet deployments for tests: an embedded
 // or external nats-server, or a cluster of them (StartNATSCluster), a
-// real redis-server (through
-// internal/testutil), the mcpfleet binaries built from this checkout, and
-// an in-process all-in-one. It also validates server messages against the
+// real redis-server (through internal/testutil), a Redis Cluster
+// (StartRedisCluster) or a master behind Sentinel (StartRedisSentinel)
+// whose masters a test can kill, the mcpfleet binaries built from this
+// checkout, and an in-process all-in-one. It also validates server messages against the
 // official MCP JSON schemas committed in testdata/spec (see
 // testdata/spec/SOURCE.txt).
 //

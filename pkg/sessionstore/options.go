@@ -37,6 +37,10 @@ const DefaultKeyPrefix = "mcp"
 // RedisOptions.CacheSize is zero.
 const DefaultCacheSize = 10000
 
+// DefaultWaitTimeout is how long a write waits for its replicas when
+// RedisOptions.WaitReplicas is set and RedisOptions.WaitTimeout is zero.
+const DefaultWaitTimeout = time.Second
+
 // Options configure a store (both [NewMemory] and, inside [RedisOptions],
 // the Redis store). The zero value is valid: every zero field means its
 // default. Invalid options make the constructor fail with an error
@@ -109,6 +113,36 @@ type RedisOptions struct {
 	// DefaultCacheSize; negative means off (no cache).
 	// default: 10000 records (DefaultCacheSize)
 	CacheSize int
+	// Mode says what the URL given to [OpenRedis] names: one server, a
+	// Redis Cluster or a master behind Sentinel (see [RedisMode]).
+	// [NewRedis], given its client, ignores it. Empty means RedisSingle;
+	// another name than the three is invalid.
+	// default: RedisSingle
+	Mode RedisMode
+	// WaitReplicas, when positive, makes every write of the store wait
+	// until that many replicas have it: the write's command and a
+	// WAIT WaitReplicas WaitTimeout go in one round trip, on one
+	// connection, and a write fewer replicas acknowledged within
+	// WaitTimeout fails with an error wrapping [ErrNotReplicated] (the
+	// master applied it: it is there unless a failover loses it, and the
+	// caller, told of a failure, acknowledges nothing). So an
+	// acknowledged write survives the loss of the master as long as a
+	// replica that has it is elected (see docs/guarantees.md); the price
+	// is a round trip to the replicas per write, and no write at all
+	// while fewer replicas are connected. Reads (EventsAfter,
+	// Subscriptions, Subscribers, GetRecord) do not wait. Zero means off:
+	// replication is asynchronous, and a failover loses what the master
+	// had not yet sent. Negative is invalid, and so is any positive value
+	// with NewRedis: the store installs the WAIT on the clients it makes
+	// (OpenRedis), not on a client it is lent.
+	// default: 0 (off)
+	WaitReplicas int
+	// WaitTimeout bounds the wait of each write for its replicas
+	// (WaitReplicas); it must be shorter than the client's read timeout
+	// (5 s unless the URL sets read_timeout). Zero means
+	// DefaultWaitTimeout; negative is invalid.
+	// default: 1 second (DefaultWaitTimeout)
+	WaitTimeout time.Duration
 }
 
 // resolve applies the defaults to opts (nil means all defaults) and
@@ -164,6 +198,18 @@ func resolveRedis(opts *RedisOptions) (RedisOptions, error) {
 	}
 	if ro.CacheSize == 0 {
 		ro.CacheSize = DefaultCacheSize
+	}
+	if ro.Mode, err = ParseRedisMode(string(ro.Mode)); err != nil {
+		return ro, err
+	}
+	if ro.WaitReplicas < 0 {
+		return ro, fmt.Errorf("%w: negative WaitReplicas %d", ErrInvalidConfig, ro.WaitReplicas)
+	}
+	if ro.WaitTimeout < 0 {
+		return ro, fmt.Errorf("%w: negative WaitTimeout %v", ErrInvalidConfig, ro.WaitTimeout)
+	}
+	if ro.WaitTimeout == 0 {
+		ro.WaitTimeout = DefaultWaitTimeout
 	}
 	return ro, nil
 }

@@ -2,13 +2,8 @@ package sessionstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -136,9 +131,12 @@ var (
 
 // NewRedis returns a store on client, which the caller keeps owning:
 // Close does not close it. Invalid options give an error wrapping
-// ErrInvalidConfig. NewRedis does no I/O; use Ping to check the server.
-// For a context's deadline to bound each call, as [Store] promises, the
-// client needs ContextTimeoutEnabled set in its options.
+// ErrInvalidConfig, and so does RedisOptions.WaitReplicas (the store
+// waits for replicas on the clients it makes: see [OpenRedis]);
+// RedisOptions.Mode is ignored (client is whatever it is). NewRedis does
+// no I/O; use Ping to check the server. For a context's deadline to
+// bound each call, as [Store] promises, the client needs
+// ContextTimeoutEnabled set in its options.
 func NewRedis(client redis.UniversalClient, opts *RedisOptions) (*Redis, error) {
 	if client == nil {
 		return nil, fmt.Errorf("sessionstore: new redis store: %w: nil client", ErrInvalidConfig)
@@ -147,6 +145,14 @@ func NewRedis(client redis.UniversalClient, opts *RedisOptions) (*Redis, error) 
 	if err != nil {
 		return nil, fmt.Errorf("sessionstore: new redis store: %w", err)
 	}
+	if ro.WaitReplicas > 0 {
+		return nil, fmt.Errorf("sessionstore: new redis store: %w: WaitReplicas needs a client the store makes (OpenRedis)", ErrInvalidConfig)
+	}
+	return newRedis(client, ro), nil
+}
+
+// newRedis returns a store on client with the resolved options ro.
+func newRedis(client redis.UniversalClient, ro RedisOptions) *Redis {
 	r := &Redis{
 		client:   client,
 		prefix:   ro.KeyPrefix,
@@ -161,78 +167,7 @@ func NewRedis(client redis.UniversalClient, opts *RedisOptions) (*Redis, error) 
 	if ro.CacheSize > 0 {
 		r.cache = newRecordCache(ro.CacheSize)
 	}
-	return r, nil
-}
-
-// OpenRedis connects to the server at rawURL (redis://[user:pass@]host:port/db
-// or rediss:// for TLS, as parsed by redis.ParseURL), checks that it
-// answers PING within ctx, and returns a store that owns the connection:
-// Close closes it. For Sentinel or Cluster, build a redis.UniversalClient
-// and use [NewRedis]. A malformed URL or invalid options give an error
-// wrapping ErrInvalidConfig; an unreachable server an error naming its
-// address (never the URL, which may hold a password).
-func OpenRedis(ctx context.Context, rawURL string, opts *RedisOptions) (*Redis, error) {
-	copts, err := redis.ParseURL(rawURL)
-	if err != nil {
-		// A *url.Error quotes the whole URL, password included.
-		if ue := (*url.Error)(nil); errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, fmt.Errorf("sessionstore: open redis: %w: bad URL: %w", ErrInvalidConfig, err)
-	}
-	// Let ctx bound every call, as the Store contract promises, rather
-	// than only the client's own read and write timeouts.
-	copts.ContextTimeoutEnabled = true
-	// Fail fast while Redis is down: callers answer 503 at once and the
-	// client retries. Values given in the URL win.
-	q, _ := url.Parse(rawURL)
-	if q == nil || q.Query().Get("max_retries") == "" {
-		copts.MaxRetries = 1
-	}
-	if q == nil || q.Query().Get("dial_timeout") == "" {
-		copts.DialTimeout = 2 * time.Second
-	}
-	if q == nil || q.Query().Get("max_retry_backoff") == "" {
-		copts.MaxRetryBackoff = 50 * time.Millisecond
-	}
-	client := redis.NewClient(copts)
-	r, err := NewRedis(client, opts)
-	if err != nil {
-		_ = client.Close()
-		return nil, err
-	}
-	// The client retries dialling until ctx is done and then reports only
-	// ctx's error; keep the dial error, which says what is wrong.
-	dials := &dialErrors{}
-	client.AddHook(dials)
-	if err := client.Ping(ctx).Err(); err != nil {
-		_ = client.Close()
-		if last := dials.last.Load(); last != nil && !errors.Is(err, *last) {
-			err = fmt.Errorf("%w (last dial error: %w)", err, *last)
-		}
-		return nil, fmt.Errorf("sessionstore: open redis: server %s unreachable: %w", copts.Addr, err)
-	}
-	r.owned = true
-	return r, nil
-}
-
-// dialErrors is a client hook that remembers the last dial error.
-type dialErrors struct{ last atomic.Pointer[error] }
-
-func (d *dialErrors) DialHook(next redis.DialHook) redis.DialHook {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		conn, err := next(ctx, network, addr)
-		if err != nil {
-			d.last.Store(&err)
-		}
-		return conn, err
-	}
-}
-
-func (d *dialErrors) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-
-func (d *dialErrors) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return r
 }
 
 // run runs script for session id; it is the one place that reaches Redis
