@@ -23,13 +23,13 @@ dir=${MCPFLEET_CLUSTER_DIR:-$root/.cache/cluster-ha}
 cmd=${1:-run}
 
 picked=" "
-free_port() { # VAR: a free loopback port (and port + 10000, a Redis Cluster bus port) not picked before
+free_port() { # VAR: a free loopback port below the ephemeral range (32768+), not picked before
   local _fp
   for _ in $(seq 1 500); do
     _fp=$((20000 + RANDOM % 12000))
-    case "$picked" in *" $_fp "* | *" $((_fp + 10000)) "*) continue ;; esac
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$_fp") 2>/dev/null && ! (exec 3<>"/dev/tcp/127.0.0.1/$((_fp + 10000))") 2>/dev/null; then
-      picked="$picked$_fp $((_fp + 10000)) "
+    case "$picked" in *" $_fp "*) continue ;; esac
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$_fp") 2>/dev/null; then
+      picked="$picked$_fp "
       printf -v "$1" '%s' "$_fp"
       return 0
     fi
@@ -115,18 +115,20 @@ mkdir -p "$dir/nginx" "$dir/bin"
 go build -o "$dir/bin/" ./cmd/frontend ./cmd/worker
 
 port=${MCPFLEET_CLUSTER_PORT:-8098}
-nats_ports="" routes="" redis_ports=""
+# Redis Cluster bus ports are given (--cluster-port), not port + 10000,
+# which may fall in the ephemeral range.
+nats_ports="" routes="" redis_ports="" bus_ports=""
 if [ "$port" = 0 ]; then
   free_port port
   for _ in 1 2 3; do free_port np; free_port rp; nats_ports="$nats_ports $np"; routes="$routes $rp"; done
-  for _ in 1 2 3 4 5 6; do free_port p; redis_ports="$redis_ports $p"; done
+  for _ in 1 2 3 4 5 6; do free_port p; free_port bp; redis_ports="$redis_ports $p"; bus_ports="$bus_ports $bp"; done
   free_port fe1; free_port fe2; free_port w1; free_port w2
 else
   for i in 1 2 3; do nats_ports="$nats_ports $((port + 10 + i))"; routes="$routes $((port + 20 + i))"; done
-  for i in 1 2 3 4 5 6; do redis_ports="$redis_ports $((port + 30 + i))"; done
+  for i in 1 2 3 4 5 6; do redis_ports="$redis_ports $((port + 30 + i))"; bus_ports="$bus_ports $((port + 50 + i))"; done
   fe1=$((port + 1)); fe2=$((port + 2)); w1=$((port + 41)); w2=$((port + 42))
 fi
-nats_ports=${nats_ports# } routes=${routes# } redis_ports=${redis_ports# }
+nats_ports=${nats_ports# } routes=${routes# } redis_ports=${redis_ports# } bus_ports=${bus_ports# }
 key=${MCPFLEET_STATE_KEY:-$(head -c 32 /dev/urandom | base64)}
 
 start_bg() { # name, command...
@@ -160,9 +162,11 @@ done
 for np in $nats_ports; do wait_port "$np"; done
 
 # Redis Cluster: six nodes, then 3 masters with a replica each.
+i=0
 for p in $redis_ports; do
+  i=$((i + 1))
   mkdir -p "$dir/redis$p"
-  start_bg "redis$p" "$REDIS" --bind 127.0.0.1 --port "$p" --dir "$dir/redis$p" --cluster-enabled yes \
+  start_bg "redis$p" "$REDIS" --bind 127.0.0.1 --port "$p" --cluster-port "$(echo "$bus_ports" | cut -d' ' -f$i)" --dir "$dir/redis$p" --cluster-enabled yes \
     --cluster-config-file nodes.conf --cluster-node-timeout 2000 --appendonly yes --appendfsync everysec --save ""
 done
 for p in $redis_ports; do wait_port "$p"; done

@@ -16,6 +16,26 @@ status=0
 ./scripts/conformance.sh --url "$MCPFLEET_CLUSTER_URL" "$@" || status=$?
 ./scripts/cluster-ha.sh kill-nats 1 || status=1
 ./scripts/cluster-ha.sh kill-master || status=1
+# Calls for the dead master's slots fail fast (503, -32603 "retry") until
+# the frontends' slot maps find its promoted replica (at most a second
+# later): wait until 20 initializes in a row succeed through nginx.
+t0=$(date +%s%N) ok=0
+init='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"conformance-ha","version":"1"}}}'
+for _ in $(seq 1 300); do
+  if curl -fsS -o /dev/null -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+    --max-time 5 -d "$init" "$MCPFLEET_CLUSTER_URL"; then
+    ok=$((ok + 1))
+    [ $ok -ge 20 ] && break
+  else
+    ok=0
+    sleep 0.1
+  fi
+done
+if [ $ok -lt 20 ]; then
+  echo "conformance-ha: the cluster did not serve again within the bound" >&2
+  status=1
+fi
+echo "conformance-ha: serving again $((($(date +%s%N) - t0) / 1000000)) ms after the Redis Cluster reported ok"
 echo "=== after killing NATS node 1 and a Redis master"
 ./scripts/conformance.sh --url "$MCPFLEET_CLUSTER_URL" "$@" || status=$?
 ./scripts/cluster-ha.sh stop || echo "conformance-ha: stopping the cluster failed (exit $?)" >&2

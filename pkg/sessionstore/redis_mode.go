@@ -96,6 +96,11 @@ const (
 // mode when the URL sets none; the store keeps it.
 const redisReadTimeout = 5 * time.Second
 
+// clusterStateReload bounds how stale a cluster client's slot map gets:
+// after a failover, calls for the dead master's slots fail (fast) until
+// the next reload finds its promoted replica.
+const clusterStateReload = time.Second
+
 // redisConn is a parsed Redis URL: the client it makes and what errors
 // may name of it (addresses, never credentials).
 type redisConn struct {
@@ -169,6 +174,12 @@ func parseRedisURL(mode RedisMode, rawURL string) (*redisConn, error) {
 		if !set("pool_size") {
 			o.PoolSize = 10 * runtime.GOMAXPROCS(0) // per node, as a single client's
 		}
+		// go-redis reloads the slot map on MOVED, but not when a master
+		// is gone (connection refused): without a short interval, calls
+		// for its slots would go to the dead node for go-redis's default
+		// minute after a replica took over. A reload is one CLUSTER SLOTS,
+		// made lazily at most once per interval.
+		o.ClusterStateReloadInterval = clusterStateReload
 		c.cluster, c.where = o, "cluster "+strings.Join(o.Addrs, ",")
 		c.readTimeout = o.ReadTimeout
 	case RedisSentinel:
