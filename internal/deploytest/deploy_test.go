@@ -34,15 +34,25 @@ func TestComposeFile(t *testing.T) {
 	}
 	for _, name := range sortedKeys(c.Services) {
 		svc := c.Services[name]
-		if svc.Restart != "unless-stopped" {
+		switch {
+		case oneShot(svc):
+			// A task run once (redis-cluster-init): its dependents wait
+			// for its exit, not for a healthcheck.
+			if svc.Healthcheck != nil {
+				t.Errorf("%s: a one-shot service with a healthcheck", name)
+			}
+		case svc.Restart != "unless-stopped":
 			t.Errorf("%s: restart %q, want unless-stopped", name, svc.Restart)
-		}
-		if svc.Healthcheck == nil || len(svc.Healthcheck.Test) < 2 || svc.Healthcheck.Test[0] != "CMD" {
+		case svc.Healthcheck == nil || len(svc.Healthcheck.Test) < 2 || svc.Healthcheck.Test[0] != "CMD":
 			t.Errorf("%s: healthcheck %+v, want a test of the CMD form", name, svc.Healthcheck)
 		}
 		for dep, d := range svc.DependsOn {
-			if d.Condition != "service_healthy" {
-				t.Errorf("%s: depends_on %s with condition %q, want service_healthy", name, dep, d.Condition)
+			want := "service_healthy"
+			if ds := c.Services[dep]; ds != nil && oneShot(ds) {
+				want = "service_completed_successfully"
+			}
+			if d.Condition != want {
+				t.Errorf("%s: depends_on %s with condition %q, want %s", name, dep, d.Condition, want)
 			}
 		}
 		argv := strings.Join(append(append(append([]string{}, svc.Entrypoint...), svc.Command...), sortedKeys(svc.Environment)...), " ")
@@ -50,7 +60,7 @@ func TestComposeFile(t *testing.T) {
 			t.Errorf("%s runs a fixture: %s", name, argv)
 		}
 	}
-	for _, name := range []string{"frontend", "worker"} {
+	for _, name := range []string{"frontend", "worker", "frontend-ha", "worker-ha"} {
 		svc := c.Services[name]
 		if got := svc.Environment["MCPFLEET_ADMIN_LISTEN"]; got != "0.0.0.0:9090" {
 			t.Errorf("%s: MCPFLEET_ADMIN_LISTEN %q, want 0.0.0.0:9090", name, got)
@@ -74,6 +84,7 @@ func TestComposeFile(t *testing.T) {
 	if p := c.Services["prometheus"]; p == nil || !reflect.DeepEqual(p.Profiles, []string{"observability"}) {
 		t.Errorf("prometheus: want a service of the observability profile")
 	}
+	checkHAProfile(t, c)
 	checkWorkerVariables(t, env)
 	checkStateKeyRequired(t, env)
 	checkEnvExample(t, used)
@@ -86,7 +97,8 @@ func TestComposeFile(t *testing.T) {
 }
 
 // checkWorkerVariables: a user's image and program replace the demo ones
-// everywhere they are named, the healthcheck included.
+// everywhere they are named, the healthcheck included, in the default
+// workers and the ha profile's.
 func checkWorkerVariables(t *testing.T, env map[string]string) {
 	t.Helper()
 	e := map[string]string{"MCPFLEET_WORKER_IMAGE": "registry.example.com/mine:1", "MCPFLEET_WORKER_COMMAND": "/usr/local/bin/mine"}
@@ -97,10 +109,12 @@ func checkWorkerVariables(t *testing.T, env map[string]string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := c.Services["worker"]
-	if w.Image != e["MCPFLEET_WORKER_IMAGE"] || !reflect.DeepEqual(w.Entrypoint, []string{"/usr/local/bin/mine", "worker"}) ||
-		!reflect.DeepEqual(w.Healthcheck.Test, []string{"CMD", "/usr/local/bin/mine", "probe"}) {
-		t.Errorf("with MCPFLEET_WORKER_IMAGE and _COMMAND: image %q, entrypoint %v, healthcheck %v", w.Image, w.Entrypoint, w.Healthcheck.Test)
+	for _, name := range []string{"worker", "worker-ha"} {
+		w := c.Services[name]
+		if w.Image != e["MCPFLEET_WORKER_IMAGE"] || !reflect.DeepEqual(w.Entrypoint, []string{"/usr/local/bin/mine", "worker"}) ||
+			!reflect.DeepEqual(w.Healthcheck.Test, []string{"CMD", "/usr/local/bin/mine", "probe"}) {
+			t.Errorf("%s with MCPFLEET_WORKER_IMAGE and _COMMAND: image %q, entrypoint %v, healthcheck %v", name, w.Image, w.Entrypoint, w.Healthcheck.Test)
+		}
 	}
 }
 

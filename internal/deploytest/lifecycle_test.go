@@ -62,6 +62,20 @@ func (s *stack) waitHealthy(ctr *container, within time.Duration) {
 	}
 }
 
+// waitCompleted waits for ctr, a one-shot service, to exit, which it must
+// do with status 0 (compose's service_completed_successfully).
+func (s *stack) waitCompleted(ctr *container, within time.Duration) {
+	s.t.Helper()
+	select {
+	case <-ctr.proc.Done():
+	case <-time.After(within):
+		s.t.Fatalf("%s, a one-shot service, still runs after %s:\n%s", ctr.name, within, ctr.proc.Log())
+	}
+	if code := ctr.proc.ExitCode(); code != 0 {
+		s.t.Fatalf("%s, a one-shot service, exited with status %d:\n%s", ctr.name, code, ctr.proc.Log())
+	}
+}
+
 // restart replaces replica i of svc, killed, by a new container at a new
 // address (as docker restarts a crashed container of a `restart:` policy,
 // which may get another address), updates the DNS, waits for its
@@ -91,10 +105,14 @@ func (s *stack) restart(svc string, i int) *container {
 	return ctr
 }
 
-// running fails the test for every container that has exited.
+// running fails the test for every container that has exited, one-shot
+// services aside.
 func (s *stack) running() {
 	s.t.Helper()
 	for _, name := range s.order {
+		if oneShot(s.c.Services[name]) {
+			continue
+		}
 		for _, ctr := range s.ctrs[name] {
 			if ctr.proc.Exited() {
 				s.t.Errorf("%s exited (status %d):\n%s", ctr.name, ctr.proc.ExitCode(), ctr.proc.Log())
@@ -113,6 +131,9 @@ func (s *stack) down() { s.downed.Do(s.stopAll) }
 func (s *stack) stopAll() {
 	for i := len(s.order) - 1; i >= 0; i-- {
 		name := s.order[i]
+		if oneShot(s.c.Services[name]) {
+			continue // exited already, with status 0 (waitCompleted)
+		}
 		grace := 10 * time.Second
 		if g := s.c.Services[name].StopGracePeriod; g != "" {
 			grace, _ = time.ParseDuration(g)

@@ -26,11 +26,13 @@ import (
 
 // stackEnv is the interpolation environment of a run: deploy/.env as the
 // steps in compose.yaml's header make it (a copy of .env.example with a
-// state key), and the published port a free one, as if set in the shell.
+// state key), and the published ports (the default stack's, the ha
+// profile's) free ones, as if set in the shell.
 func stackEnv(t *testing.T) map[string]string {
 	t.Helper()
 	env := envFromSteps(t, composePath(t))
 	env["MCPFLEET_PORT"] = strconv.Itoa(testenv.FreePort(t))
+	env["MCPFLEET_HA_PORT"] = strconv.Itoa(testenv.FreePort(t))
 	return env
 }
 
@@ -251,7 +253,13 @@ func (s *stack) adminAddr(ctr *container) string {
 // and /metrics on its admin port, and a frontend's MCP port does not.
 func checkAdmin(t *testing.T, s *stack) {
 	t.Helper()
-	for svc, prefix := range map[string]string{"frontend": "mcpfleet_frontend_", "worker": "mcpfleet_worker_"} {
+	checkAdminOf(t, s, "frontend", "worker")
+}
+
+// checkAdminOf is checkAdmin for the frontend and worker services named.
+func checkAdminOf(t *testing.T, s *stack, frontend, worker string) {
+	t.Helper()
+	for svc, prefix := range map[string]string{frontend: "mcpfleet_frontend_", worker: "mcpfleet_worker_"} {
 		for _, ctr := range s.ctrs[svc] {
 			addr := s.adminAddr(ctr)
 			for _, p := range []string{"/healthz", "/readyz"} {
@@ -268,8 +276,8 @@ func checkAdmin(t *testing.T, s *stack) {
 			}
 		}
 	}
-	for _, ctr := range s.ctrs["frontend"] {
-		mcp := net.JoinHostPort(ctr.ip, strconv.Itoa(s.port("frontend", 8080)))
+	for _, ctr := range s.ctrs[frontend] {
+		mcp := net.JoinHostPort(ctr.ip, strconv.Itoa(s.port(frontend, 8080)))
 		for _, p := range []string{"/metrics", "/readyz", "/healthz"} {
 			if code, _ := get(t, "http://"+mcp+p); code != 404 {
 				t.Errorf("%s: GET %s on the MCP port: %d, want 404 (it is on the admin port)", ctr.name, p, code)

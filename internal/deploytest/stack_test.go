@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,7 +17,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/testenv"
 )
 
-// stack runs the services of a compose file (those of no profile) as
+// stack runs services of a compose file (see up for which) as
 // processes on loopback: each replica a "container" with an address of its
 // own (127.0.0.x), each container port of a service one free port on all
 // of its replicas' addresses, service names resolved by a dnsServer for
@@ -45,18 +46,39 @@ type container struct {
 }
 
 // up starts the services in dependency order, each after its
-// dependencies' healthchecks pass (every depends_on is service_healthy),
-// and waits for its own; scale gives replica counts (default 1). At
-// cleanup the stack stops as `docker compose down` stops it: dependents
-// first, SIGTERM, stop_grace_period to exit with status 0.
-func up(t *testing.T, c *composeFile, bins map[string]string, scale map[string]int) *stack {
+// dependencies' healthchecks pass (or, for a one-shot service, after it
+// exited 0), and waits for its own; scale gives replica counts (default
+// 1). With no targets it starts the services of no profile (`docker
+// compose up`); with targets, those and what they depend on, of any
+// profile (`docker compose up SERVICE...`). At cleanup the stack stops as
+// `docker compose down` stops it: dependents first, SIGTERM,
+// stop_grace_period to exit with status 0.
+func up(t *testing.T, c *composeFile, bins map[string]string, scale map[string]int, targets ...string) *stack {
 	t.Helper()
 	s := &stack{t: t, c: c, tmp: t.TempDir(), bins: bins, dns: startDNS(t),
 		ips: map[string][]string{}, ports: map[string]map[int]int{}, ctrs: map[string][]*container{}}
-	s.order = startOrder(t, c)
+	s.add(scale, targets...)
+	return s
+}
+
+// add starts more services as up does (targets and what they depend on
+// that is not running yet) into a running stack.
+func (s *stack) add(scale map[string]int, targets ...string) {
+	t := s.t
+	t.Helper()
+	started := map[string]bool{}
 	for _, name := range s.order {
+		started[name] = true
+	}
+	var order []string
+	for _, name := range startOrder(t, s.c, targets...) {
+		if !started[name] {
+			order = append(order, name)
+		}
+	}
+	for _, name := range order {
 		n := max(scale[name], 1)
-		if len(c.Services[name].Ports) > 0 {
+		if len(s.c.Services[name].Ports) > 0 {
 			if n != 1 {
 				t.Fatalf("%s publishes ports: it cannot have %d replicas", name, n)
 			}
@@ -68,20 +90,34 @@ func up(t *testing.T, c *composeFile, bins map[string]string, scale map[string]i
 		}
 		s.dns.Set(name, s.ips[name])
 	}
-	for _, name := range s.order {
+	s.order = append(s.order, order...)
+	for _, name := range order {
 		for i, ip := range s.ips[name] {
 			s.ctrs[name] = append(s.ctrs[name], s.start(name, fmt.Sprintf("%s-%d", name, i+1), ip))
 		}
 		for _, ctr := range s.ctrs[name] {
-			s.waitHealthy(ctr, 30*time.Second)
+			if oneShot(s.c.Services[name]) {
+				s.waitCompleted(ctr, 60*time.Second)
+			} else {
+				s.waitHealthy(ctr, 30*time.Second)
+			}
 		}
 	}
+	// Registered after the last process started, so it runs before their
+	// own cleanups (once: a later add or restart registers it again).
 	t.Cleanup(s.down)
-	return s
 }
 
-// startOrder sorts the services of no profile, dependencies first.
-func startOrder(t *testing.T, c *composeFile) []string {
+// oneShot reports whether svc is a task that runs once and exits
+// (`restart: "no"`), which its dependents wait for with the condition
+// service_completed_successfully, rather than a service that stays up.
+func oneShot(svc *service) bool { return svc.Restart == "no" }
+
+// startOrder sorts the services to start, dependencies first: targets and
+// what they depend on, or with no targets the services of no profile. A
+// service may depend on services of no profile or of one of its own
+// profiles only (compose refuses a dependency it would not enable).
+func startOrder(t *testing.T, c *composeFile, targets ...string) []string {
 	t.Helper()
 	var order []string
 	state := map[string]int{} // 1 visiting, 2 done
@@ -89,10 +125,14 @@ func startOrder(t *testing.T, c *composeFile) []string {
 	visit = func(name, from string) {
 		svc, ok := c.Services[name]
 		switch {
+		case !ok && from == "":
+			t.Fatalf("no service %s", name)
 		case !ok:
 			t.Fatalf("%s depends on %s, which is not a service", from, name)
-		case len(svc.Profiles) > 0 && from != "":
-			t.Fatalf("%s depends on %s, of profiles %v", from, name, svc.Profiles)
+		case from != "" && len(svc.Profiles) > 0 && !slices.ContainsFunc(svc.Profiles, func(p string) bool {
+			return slices.Contains(c.Services[from].Profiles, p)
+		}):
+			t.Fatalf("%s (profiles %v) depends on %s, of profiles %v", from, c.Services[from].Profiles, name, svc.Profiles)
 		case state[name] == 1:
 			t.Fatalf("depends_on cycle through %s", name)
 		case state[name] == 2:
@@ -105,10 +145,15 @@ func startOrder(t *testing.T, c *composeFile) []string {
 		state[name] = 2
 		order = append(order, name)
 	}
-	for _, name := range sortedKeys(c.Services) {
-		if len(c.Services[name].Profiles) == 0 {
-			visit(name, "")
+	if len(targets) == 0 {
+		for _, name := range sortedKeys(c.Services) {
+			if len(c.Services[name].Profiles) == 0 {
+				targets = append(targets, name)
+			}
 		}
+	}
+	for _, name := range targets {
+		visit(name, "")
 	}
 	return order
 }
@@ -202,12 +247,15 @@ func (s *stack) mapAddrs(self *container, v string, loopback, keepNames bool) st
 		if host == "0.0.0.0" || host == "127.0.0.1" || host == "localhost" {
 			return net.JoinHostPort(self.ip, strconv.Itoa(s.port(self.svc, p)))
 		}
-		if keepNames {
-			return net.JoinHostPort(host, strconv.Itoa(s.port(host, p)))
-		}
 		s.mu.Lock()
 		ips := s.ips[host]
 		s.mu.Unlock()
+		if keepNames {
+			if len(ips) == 0 {
+				return m // a service this stack does not run (named in a comment, say)
+			}
+			return net.JoinHostPort(host, strconv.Itoa(s.port(host, p)))
+		}
 		if len(ips) != 1 {
 			s.t.Fatalf("%s: %q names %s, which has %d running replicas: only nginx may reach a service by its name", self.name, v, host, len(ips))
 		}
@@ -227,6 +275,7 @@ func (s *stack) program(argv0 string) string {
 		"nats-server":  "go install github.com/nats-io/nats-server/v2@v2.15.2",
 		"redis-server": "apt-get install redis-server", "redis-cli": "apt-get install redis-tools",
 		"nginx": "apt-get install nginx-light", "wget": "apt-get install wget", "curl": "apt-get install curl",
+		"sh": "apt-get install dash",
 	}
 	if _, ok := fix[argv0]; !ok {
 		s.t.Fatalf("the test does not know how to run %q", argv0)
@@ -293,6 +342,14 @@ func (s *stack) start(svc, name, ip string) *container {
 			data = dir
 		}
 		args = append(args, "--bind", ip, "--port", strconv.Itoa(s.port(svc, 6379)), "--dir", data)
+		if slices.Contains(args, "--cluster-enabled") {
+			// A Redis Cluster node: its bus is on port 16379 (6379 +
+			// 10000), mapped like any port. In a container a node has one
+			// address, which its peers see its connections come from;
+			// here they come from 127.0.0.1 whatever the node binds, so it
+			// announces its own address (as a node behind NAT does).
+			args = append(args, "--cluster-port", strconv.Itoa(s.port(svc, 16379)), "--cluster-announce-ip", ip)
+		}
 	case "nginx":
 		conf := s.nginxConf(ctr, dir)
 		for j := range args {
@@ -301,7 +358,7 @@ func (s *stack) start(svc, name, ip string) *container {
 			}
 		}
 		args = append(args, "-c", conf, "-p", dir, "-e", "stderr")
-	default: // an mcpfleet binary
+	default: // an mcpfleet binary, or sh -c with a script
 		for j, a := range args {
 			args[j] = s.mapAddrs(ctr, a, false, false)
 		}

@@ -111,6 +111,11 @@ func TestLint(t *testing.T) {
 	if _, err := runHelm(t, "lint", "--strict", chartDir, "--kube-version", kubeRecent, "-f", writeValues(t, customValues)); err != nil {
 		t.Error(err)
 	}
+	// values-ha.yaml turns the dependencies on: the stubbed chart.
+	if _, err := runHelm(t, "lint", "--strict", stubbedChart(t), "--kube-version", kubeRecent, "-f", haValuesFile,
+		"--set", "stateKey.value="+testStateKey); err != nil {
+		t.Error(err)
+	}
 }
 
 func TestDefaultValues(t *testing.T) {
@@ -155,6 +160,9 @@ func TestDefaultValues(t *testing.T) {
 			}
 			if _, ok := env(wc, "MCPFLEET_REDIS_URL"); ok {
 				t.Error("the worker gets MCPFLEET_REDIS_URL (only frontends use the session store)")
+			}
+			if e, ok := env(fc, "MCPFLEET_REDIS_MODE"); ok {
+				t.Errorf("the defaults pass %+v; single is the binaries' default", e)
 			}
 			hosts := strings.Split(envValue(t, fc, "MCPFLEET_ALLOWED_HOSTS"), ",")
 			for _, h := range []string{frontendName, frontendName + "." + namespace + ".svc", "localhost"} {
@@ -396,6 +404,10 @@ func TestRenderFailures(t *testing.T) {
 			"worker.terminationGracePeriodSeconds (10) must cover the drain: at least 30 seconds"},
 		{"a flag the chart sets", []string{key, "frontend.config.nats-url=nats://x:4222"},
 			"frontend.config.nats-url: the chart sets --nats-url itself"},
+		{"redis-mode by config", []string{key, "frontend.config.redis-mode=cluster"},
+			"frontend.config.redis-mode: the chart sets --redis-mode itself"},
+		{"bad Redis mode", []string{key, "externalRedis.mode=replica"},
+			`externalRedis.mode "replica": want single, cluster or sentinel`},
 		{"a flag with dashes", []string{key, "worker.config.--tools=x"},
 			"worker.config.--tools: want a flag name without the dashes"},
 		{"no NATS", []string{key, "externalNats.urls=null"},
@@ -590,12 +602,12 @@ func equalTrees(archive, src map[string]string) bool {
 	return true
 }
 
-// TestDependenciesEnabled renders a copy of the chart whose placeholders
-// are replaced by empty charts of the same names, as the real ones would
-// be after `helm dependency update`: the frontends and workers must then
-// find the subcharts' NATS and Redis Services, and the Redis password in
-// its chart's Secret.
-func TestDependenciesEnabled(t *testing.T) {
+// stubbedChart is a copy of the chart whose placeholders are replaced by
+// empty charts of the same names, as the real ones would be after `helm
+// dependency update` (without their objects): it renders with nats.enabled
+// and redis.enabled.
+func stubbedChart(t *testing.T) string {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "mcpfleet")
 	copyDir(t, chartDir, dir)
 	charts := filepath.Join(dir, "charts")
@@ -612,6 +624,14 @@ func TestDependenciesEnabled(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return dir
+}
+
+// TestDependenciesEnabled renders the stubbed chart: the frontends and
+// workers must then find the subcharts' NATS and Redis Services, and the
+// Redis password in its chart's Secret.
+func TestDependenciesEnabled(t *testing.T) {
+	dir := stubbedChart(t)
 	r := render(t, dir, kubeRecent, nil, "stateKey.value="+testStateKey, "nats.enabled=true", "redis.enabled=true")
 	checkCommon(t, r, defaultAdmin)
 	fc := container(t, r.deployments[frontendName])
@@ -629,6 +649,9 @@ func TestDependenciesEnabled(t *testing.T) {
 	// $(REDIS_PASSWORD) expands only when defined earlier in the list.
 	if i, j := envIndex(fc, "REDIS_PASSWORD"), envIndex(fc, "MCPFLEET_REDIS_URL"); i < 0 || i > j {
 		t.Errorf("REDIS_PASSWORD (at %d) must come before MCPFLEET_REDIS_URL (at %d)", i, j)
+	}
+	if e, ok := env(fc, "MCPFLEET_REDIS_MODE"); ok {
+		t.Errorf("the standalone Redis chart: %+v, want the default mode (single)", e)
 	}
 
 	r = render(t, dir, kubeRecent, nil, "stateKey.value="+testStateKey, "redis.enabled=true", "redis.auth.enabled=false")

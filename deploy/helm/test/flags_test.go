@@ -135,6 +135,8 @@ func TestFlagsExistInBinaries(t *testing.T) {
 	renders := map[string]*rendered{
 		"default": render(t, chartDir, kubeRecent, nil, "stateKey.value="+testStateKey),
 		"custom":  render(t, chartDir, kubeRecent, []string{writeValues(t, customValues)}),
+		// --redis-mode sentinel, as MCPFLEET_REDIS_MODE.
+		"ha": render(t, stubbedChart(t), kubeRecent, []string{haValuesFile}, "stateKey.value="+testStateKey),
 	}
 	for _, name := range keys(renders) {
 		r := renders[name]

@@ -111,7 +111,7 @@ Flags the chart sets itself (by their environment twins); role.config may
 not name them.
 */}}
 {{- define "mcpfleet.checkConfig" -}}
-{{- $managed := list "listen" "path" "admin-listen" "nats-url" "redis-url" "state-key" "allowed-hosts" "allowed-origins" "drain-delay" "drain-timeout" "connect-timeout" "log-format" "log-level" }}
+{{- $managed := list "listen" "path" "admin-listen" "nats-url" "redis-url" "redis-mode" "state-key" "allowed-hosts" "allowed-origins" "drain-delay" "drain-timeout" "connect-timeout" "log-format" "log-level" }}
 {{- range $k, $v := .role.config }}
 {{- if has $k $managed }}
 {{- fail (printf "%s.config.%s: the chart sets --%s itself; use its own value (docs/kubernetes.md, Values)" $.name $k $k) }}
@@ -204,22 +204,75 @@ so a whole number is printed without exponent or decimals (8388608, not
 {{- end }}
 {{- end }}
 
-{{/* MCPFLEET_REDIS_URL of the frontends */}}
-{{- define "mcpfleet.redisEnv" -}}
+{{/*
+--redis-mode of the frontends. With redis.enabled, what the Redis chart
+runs: sentinel for its replication architecture with Sentinel (no Service
+then leads to the master: the frontends ask the sentinels), single
+otherwise. Else externalRedis.mode.
+*/}}
+{{- define "mcpfleet.redisMode" -}}
 {{- if .Values.redis.enabled }}
 {{- $r := .Values.redis }}
-{{- $host := printf "%s-master.%s.svc" (include "mcpfleet.redisFullname" .) .Release.Namespace }}
-{{- if $r.auth.enabled }}
+{{- if and (eq (toString $r.architecture) "replication") (dig "sentinel" "enabled" false $r) }}
+{{- "sentinel" }}
+{{- else }}
+{{- "single" }}
+{{- end }}
+{{- else }}
+{{- $m := .Values.externalRedis.mode | default "single" | toString }}
+{{- if not (has $m (list "single" "cluster" "sentinel")) }}
+{{- fail (printf "externalRedis.mode %q: want single, cluster or sentinel (--redis-mode: what externalRedis.url names)" $m) }}
+{{- end }}
+{{- $m }}
+{{- end }}
+{{- end }}
+
+{{/*
+MCPFLEET_REDIS_URL of the frontends, in the form of their --redis-mode,
+and MCPFLEET_REDIS_MODE unless single (the binaries' default).
+*/}}
+{{- define "mcpfleet.redisEnv" -}}
+{{- $mode := include "mcpfleet.redisMode" . }}
+{{- if .Values.redis.enabled }}
+{{- $r := .Values.redis }}
+{{- $full := include "mcpfleet.redisFullname" . }}
+{{- $auth := dig "auth" "enabled" false $r }}
+{{- if $auth }}
 - name: REDIS_PASSWORD
   valueFrom:
     secretKeyRef:
-      name: {{ $r.auth.existingSecret | default (include "mcpfleet.redisFullname" .) }}
+      name: {{ $r.auth.existingSecret | default $full }}
       key: {{ $r.auth.existingSecretPasswordKey | default "redis-password" }}
+{{- end }}
+{{- if eq $mode "sentinel" }}
+{{- /*
+The sentinels, one in each pod of the chart's StatefulSet <fullname>-node,
+by the pods' names in the headless Service (ParseFailoverURL's form: the
+first in the authority, the others as addr); the user information
+authenticates to the sentinels (the chart's auth.sentinel, the same
+password), password= to the master.
+*/}}
+{{- $port := int (dig "sentinel" "containerPorts" "sentinel" 26379 $r) }}
+{{- $hosts := list }}
+{{- range $i := until (int (dig "replica" "replicaCount" 3 $r)) }}
+{{- $hosts = append $hosts (printf "%s-node-%d.%s-headless.%s.svc:%d" $full $i $full $.Release.Namespace $port) }}
+{{- end }}
+{{- $query := list }}
+{{- range (rest $hosts) }}
+{{- $query = append $query (printf "addr=%s" .) }}
+{{- end }}
+{{- $query = append $query (printf "master_name=%s" (dig "sentinel" "masterSet" "mymaster" $r)) }}
+{{- $user := "" }}
+{{- if $auth }}
+{{- $query = append $query "password=$(REDIS_PASSWORD)" }}
+{{- if dig "auth" "sentinel" true $r }}{{ $user = ":$(REDIS_PASSWORD)@" }}{{ end }}
+{{- end }}
 - name: MCPFLEET_REDIS_URL
-  value: {{ printf "redis://:$(REDIS_PASSWORD)@%s:6379/0" $host | quote }}
+  value: {{ printf "redis://%s%s/0?%s" $user (first $hosts) (join "&" $query) | quote }}
 {{- else }}
+{{- $host := printf "%s-master.%s.svc" $full .Release.Namespace }}
 - name: MCPFLEET_REDIS_URL
-  value: {{ printf "redis://%s:6379/0" $host | quote }}
+  value: {{ printf "redis://%s%s:6379/0" (ternary ":$(REDIS_PASSWORD)@" "" $auth) $host | quote }}
 {{- end }}
 {{- else if .Values.externalRedis.existingSecret }}
 - name: MCPFLEET_REDIS_URL
@@ -230,6 +283,10 @@ so a whole number is printed without exponent or decimals (8388608, not
 {{- else }}
 - name: MCPFLEET_REDIS_URL
   value: {{ required "externalRedis.url (or externalRedis.existingSecret, or redis.enabled) is required: the frontends' session store" .Values.externalRedis.url | quote }}
+{{- end }}
+{{- if ne $mode "single" }}
+- name: MCPFLEET_REDIS_MODE
+  value: {{ $mode | quote }}
 {{- end }}
 {{- end }}
 
