@@ -307,7 +307,7 @@ func (c *config) logger(w io.Writer) *slog.Logger {
 func (c *config) handlerOptions(log *slog.Logger) HandlerOptions {
 	o := HandlerOptions{
 		NATSURL: c.NATSURL, NATSListen: c.NATSListen, RedisURL: c.RedisURL, ConnectTimeout: offWhenZero(c.ConnectTimeout),
-		NATSAuth: c.natsAuth(), SubjectPrefix: c.SubjectPrefix,
+		NATSAuth: c.natsAuth(), SubjectPrefix: c.SubjectPrefix, NATSPingInterval: offWhenZero(c.NATSPingInterval),
 		Memory: sessionstore.Options{MaxSessions: int(c.MaxSessions), MaxSessionBytes: c.MaxSessionBytes,
 			MaxStreamsPerSession: int(c.MaxStreamsPerSession), EndedStreamGrace: c.EndedStreamGrace},
 		StateKey: c.stateKey, OldStateKeys: c.oldStateKeys,
@@ -361,7 +361,7 @@ func (c *config) serveOptions(log *slog.Logger) *ServeOptions {
 
 func (c *config) workerOptions(log *slog.Logger) *WorkerOptions {
 	return &WorkerOptions{
-		NATSURL: c.NATSURL, NATSAuth: c.natsAuth(), SubjectPrefix: c.SubjectPrefix,
+		NATSURL: c.NATSURL, NATSAuth: c.natsAuth(), SubjectPrefix: c.SubjectPrefix, NATSPingInterval: offWhenZero(c.NATSPingInterval),
 		StateKey: c.stateKey, OldStateKeys: c.oldStateKeys,
 		Worker:      worker.Options{ID: c.ID, Filter: c.filter()},
 		AdminListen: c.AdminListen, ConnectTimeout: offWhenZero(c.ConnectTimeout), DrainTimeout: c.DrainTimeout, Logger: log,
