@@ -17,6 +17,14 @@ import (
 // follower's GET stream.
 var steadyLoad = loadOptions{legacy: 4, modern: 4, pace: 100 * time.Millisecond, maxCalls: 1200, updates: 600}
 
+// haBound bounds how long after a NATS node's or a worker's cut service
+// is back: nats-server drops a silent connection (a route, a client) at
+// the third of its 10 s ping ticks without an answer (deploy/nats.conf),
+// the first tick after the cut skipped when traffic came just before:
+// 40 s at most; then the worker timeout (4 s) of a call sent just
+// before; and slack.
+const haBound = 50 * time.Second
+
 // runFor lets the load run for d: it waits (polling) until the clients
 // made the calls that many seconds of their pace amount to, bounded by a
 // hang guard.
@@ -162,15 +170,16 @@ func TestNATSNodeCut(t *testing.T) {
 	}
 	// fe1 notices within 2 to 3 of its 5 s pings and reconnects to another
 	// node at once; but until the other nodes drop their routes to the cut
-	// one (2 to 3 of deploy/nats.conf's 10 s pings), they route part of
-	// the requests to the stale subscriptions of the workers that were on
-	// it (502 at the worker timeout, 4 s). 30 s, 4 s, a second of
-	// successes, slack: 40 s.
-	if feBack > 40*time.Second {
-		t.Errorf("fe1 served again only %s after its NATS node was cut off, want within 40s", feBack)
+	// one, they route part of the requests to the stale subscriptions of
+	// the workers that were on it (502 at the worker timeout, 4 s). A node
+	// drops a silent route at the third of deploy/nats.conf's 10 s ping
+	// ticks without an answer, the first tick after the cut skipped when
+	// traffic came just before it: 40 s at most, 4 s, slack: 50 s.
+	if feBack > haBound {
+		t.Errorf("fe1 served again only %s after its NATS node was cut off, want within %s", feBack, haBound)
 	}
-	if back < 0 || back > 40*time.Second {
-		t.Errorf("service was back %s after the cut, want within 40s", fmtBack(back))
+	if back < 0 || back > haBound {
+		t.Errorf("service was back %s after the cut, want within %s", fmtBack(back), haBound)
 	}
 	if l.fol.opened < 2 {
 		t.Errorf("the follower's GET stream on fe1 was not ended when fe1 lost its NATS node (resumptions: %s)", all.resumes)
@@ -256,11 +265,11 @@ func TestWorkerHostCut(t *testing.T) {
 	if lostAfter > 4*time.Second+2*time.Second {
 		t.Errorf("the call on the cut worker failed %s after the cut, want at the worker timeout (4s)", lostAfter)
 	}
-	// Until nats-server drops the cut worker's connection (2 to 3 of
-	// deploy/nats.conf's 10 s pings), the requests it routes there fail at
-	// the worker timeout: 30 s, 4 s, slack.
-	if back < 0 || back > 45*time.Second {
-		t.Errorf("service was back %s after the cut, want within 45s", fmtBack(back))
+	// Until nats-server drops the cut worker's connection (as for a route
+	// in TestNATSNodeCut: 40 s at most with deploy/nats.conf's 10 s pings),
+	// the requests it routes there fail at the worker timeout.
+	if back < 0 || back > haBound {
+		t.Errorf("service was back %s after the cut, want within %s", fmtBack(back), haBound)
 	}
 	if during.slowestFail > callTimeout {
 		t.Errorf("a call failed only after %s: the client's deadline (%s) passed", during.slowestFail, callTimeout)
