@@ -184,6 +184,9 @@ type loadOptions struct {
 	pace           time.Duration // between two calls of one client
 	maxCalls       int           // per client: the loops are bounded
 	updates        int           // URIs the follower subscribes to: the most updates the toucher raises
+	// stay keeps each echo client on its frontend after a failure (to
+	// keep a degraded frontend under load); otherwise it moves.
+	stay bool
 	// followOn is the frontend the follower's GET stream starts on; the
 	// echo clients start alternately on fe1 and fe2, the toucher on the
 	// other frontend than the follower.
@@ -249,7 +252,9 @@ func startLoad(t *testing.T, f *fleet, o loadOptions) *load {
 				rc := call{who: c.who, fe: cur, start: start, end: time.Now()}
 				if err != nil {
 					rc.err = err.Error()
-					cur = 1 - cur // move to the other frontend
+					if !o.stay {
+						cur = 1 - cur // move to the other frontend
+					}
 				}
 				l.rec.add(rc)
 			}

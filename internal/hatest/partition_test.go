@@ -278,13 +278,15 @@ func TestWorkerHostCut(t *testing.T) {
 }
 
 // TestFrontendNATSLossy: fe1's links to the three NATS nodes lose 30% of
-// their packets and are 100 ms slower each way while the load runs: calls
-// succeed or fail within their deadline, none hangs, fe1's goroutines do
-// not pile up, and once the links are clean service is back at once.
+// their packets and are 100 ms slower each way while the load runs (the
+// echo clients stay on their frontend): calls succeed or fail within
+// their deadline, none hangs, fe1's goroutines do not pile up, and once
+// the links are clean service is back at once.
 func TestFrontendNATSLossy(t *testing.T) {
 	f := startFleet(t, fleetOptions{})
 	o := steadyLoad
 	o.followOn = 0
+	o.stay = true // fe1's clients stay on it: it is under load all along
 	l := startLoad(t, f, o)
 	begin := time.Now()
 	runFor(t, l, 2*time.Second)
