@@ -300,7 +300,7 @@ func (c *config) handlerOptions(log *slog.Logger) HandlerOptions {
 		NATSURL: c.NATSURL, NATSListen: c.NATSListen, ConnectTimeout: offWhenZero(c.ConnectTimeout),
 		RedisURL: c.RedisURL, RedisMode: sessionstore.RedisMode(c.RedisMode),
 		RedisWaitReplicas: int(c.RedisWaitReplicas), RedisWaitTimeout: c.RedisWaitTimeout,
-		NATSAuth: c.natsAuth(), SubjectPrefix: c.SubjectPrefix,
+		NATSAuth: c.natsAuth(), SubjectPrefix: c.SubjectPrefix, NATSPingInterval: offWhenZero(c.NATSPingInterval),
 		Memory: sessionstore.Options{MaxSessions: int(c.MaxSessions), MaxSessionBytes: c.MaxSessionBytes,
 			MaxStreamsPerSession: int(c.MaxStreamsPerSession), EndedStreamGrace: c.EndedStreamGrace},
 		StateKey: c.stateKey, OldStateKeys: c.oldStateKeys,
@@ -354,7 +354,7 @@ func (c *config) serveOptions(log *slog.Logger) *ServeOptions {
 
 func (c *config) workerOptions(log *slog.Logger) *WorkerOptions {
 	return &WorkerOptions{
-		NATSURL: c.NATSURL, NATSAuth: c.natsAuth(), SubjectPrefix: c.SubjectPrefix,
+		NATSURL: c.NATSURL, NATSAuth: c.natsAuth(), SubjectPrefix: c.SubjectPrefix, NATSPingInterval: offWhenZero(c.NATSPingInterval),
 		StateKey: c.stateKey, OldStateKeys: c.oldStateKeys,
 		Worker:      worker.Options{ID: c.ID, Filter: c.filter()},
 		AdminListen: c.AdminListen, ConnectTimeout: offWhenZero(c.ConnectTimeout), DrainTimeout: c.DrainTimeout, Logger: log,

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpfleet/mcpfleet/pkg/bus"
 )
 
 // parse is what App.Run does before running a role.
@@ -59,6 +61,16 @@ func TestParseDefaults(t *testing.T) {
 	}
 	if c.NATSURL != "" || c.RedisURL != "" {
 		t.Errorf("serve defaults: NATS %q, Redis %q; want the embedded ones", c.NATSURL, c.RedisURL)
+	}
+	if c.NATSPingInterval != bus.DefaultPingInterval {
+		t.Errorf("serve default --nats-ping-interval %v, want %v", c.NATSPingInterval, bus.DefaultPingInterval)
+	}
+	// 0 is nats.go's own settings: negative in the options.
+	if c, err := parse(t, roleWorker, []string{"--nats-ping-interval", "0"}, nil); err != nil || c.workerOptions(nil).NATSPingInterval >= 0 {
+		t.Errorf("--nats-ping-interval 0: %v; want a negative NATSPingInterval", err)
+	}
+	if c, err := parse(t, roleFrontend, []string{"--nats-ping-interval", "2s"}, nil); err != nil || c.serveOptions(nil).NATSPingInterval != 2*time.Second {
+		t.Errorf("--nats-ping-interval 2s: %v", err)
 	}
 	o := c.serveOptions(nil)
 	if o.Frontend.KeepAlive != 30*time.Second || o.Frontend.MaxListen != 1000 || o.Memory.MaxSessions != 100000 {
@@ -152,6 +164,8 @@ func TestParseInvalid(t *testing.T) {
 		{roleServe, []string{"--auth-issuer", "https://as", "--auth-audience", "https://x/mcp", "--auth-jwks-file", "a", "--auth-jwks-url", "b"}, "exactly one of"},
 		{roleServe, []string{"--auth-issuer", "https://as", "--auth-audience", "https://x/mcp", "--auth-jwks-url", "http://as/jwks"}, "--auth-jwks-url must be an https URL"},
 		{roleFrontend, []string{"--auth-jwks-allow-http"}, "--auth-issuer is required"},
+		{roleWorker, []string{"--nats-ping-interval", "-1s"}, "--nats-ping-interval must not be negative"},
+		{roleFrontend, []string{"--nats-ping-interval", "50ms"}, "--nats-ping-interval 50ms: at least 100ms"},
 	}
 	for _, tc := range tests {
 		_, err := parse(t, tc.role, tc.args, nil)

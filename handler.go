@@ -47,6 +47,13 @@ type HandlerOptions struct {
 	// NATSURL (see bus.Auth; unused with NATS or the embedded server).
 	// default: none (anonymous, or the credentials in NATSURL)
 	NATSAuth bus.Auth
+	// NATSPingInterval is how often the connection to NATSURL is checked
+	// (see bus.ConnectOptions.PingInterval: a connection gone silent is
+	// dropped and made again within 2 to 3 intervals); negative means
+	// nats.go's own settings (minutes). Unused with NATS or the embedded
+	// server.
+	// default: bus.DefaultPingInterval (5 s)
+	NATSPingInterval time.Duration
 	// SubjectPrefix is the first token of every bus subject (see
 	// bus.ValidatePrefix), so deployments sharing one NATS stay apart;
 	// it sets Frontend.Subjects and Worker.Subjects, which must then be
@@ -318,7 +325,7 @@ func (h *Handler) connect(ctx context.Context, o *HandlerOptions, withWorker, em
 	err := retryConnect(ctx, h.log, "NATS", o.ConnectTimeout, func(context.Context) error {
 		var err error
 		nc, err = bus.Connect(url, &bus.ConnectOptions{Name: name, Logger: h.log, Auth: o.NATSAuth,
-			InboxPrefix: o.Frontend.Subjects.InboxPrefix("fe")})
+			InboxPrefix: o.Frontend.Subjects.InboxPrefix("fe"), PingInterval: o.NATSPingInterval})
 		if errors.Is(err, bus.ErrInvalidOptions) {
 			return permanent{invalidOptions(err)}
 		}

@@ -1,6 +1,8 @@
 package mcpfleet
 
 import (
+	"time"
+
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
 )
 
@@ -13,6 +15,7 @@ type natsConfig struct {
 	NATSTLSCA               string
 	NATSTLSCert, NATSTLSKey string
 	SubjectPrefix           string
+	NATSPingInterval        time.Duration
 }
 
 // defineNATS registers the credential, TLS and prefix flags of a role
@@ -27,6 +30,7 @@ func (c *natsConfig) defineNATS(r role, f *flags) {
 	f.str(&c.NATSTLSCA, "nats-tls-ca", "", "FILE", "PEM CA certificates that sign the NATS server's certificate (turns TLS on)")
 	f.str(&c.NATSTLSCert, "nats-tls-cert", "", "FILE", "PEM client certificate for NATS (with --nats-tls-key)")
 	f.str(&c.NATSTLSKey, "nats-tls-key", "", "FILE", "PEM key of --nats-tls-cert")
+	f.dur(&c.NATSPingInterval, "nats-ping-interval", bus.DefaultPingInterval, "how often the NATS connection is checked: once 2 pings go unanswered, or a write stays blocked this long, it is dropped and made again (to another server of --nats-url): a partition is noticed within 2 to 3 intervals (0: nats.go's own 2m pings and 1m writes)")
 	usage := "first token of every NATS subject; deployments sharing one NATS need different ones"
 	if r == roleServe {
 		usage += " (with --nats-url)"
@@ -63,6 +67,12 @@ func (c *natsConfig) validateNATS(r role, natsURL string, add func(string, ...an
 	}
 	if r == roleServe && natsURL == "" && (n > 0 || c.NATSTLSCA != "" || c.NATSTLSCert != "") {
 		add("the --nats-* credential and TLS flags need --nats-url (the embedded NATS server takes none)")
+	}
+	switch {
+	case c.NATSPingInterval < 0:
+		add("--nats-ping-interval must not be negative")
+	case c.NATSPingInterval > 0 && c.NATSPingInterval < 100*time.Millisecond:
+		add("--nats-ping-interval %s: at least 100ms (0: nats.go's own settings)", c.NATSPingInterval)
 	}
 	if err := bus.ValidatePrefix(c.SubjectPrefix); err != nil || c.SubjectPrefix == "" {
 		add("--subject-prefix %q: want one NATS subject token of letters, digits, '_' and '-', at most %d bytes", c.SubjectPrefix, bus.MaxPrefixLen)

@@ -32,6 +32,12 @@ type WorkerOptions struct {
 	// NATSURL (see bus.Auth; unused with NATS).
 	// default: none (anonymous, or the credentials in NATSURL)
 	NATSAuth bus.Auth
+	// NATSPingInterval is how often the connection to NATSURL is checked
+	// (see bus.ConnectOptions.PingInterval: a connection gone silent is
+	// dropped and made again within 2 to 3 intervals); negative means
+	// nats.go's own settings (minutes). Unused with NATS.
+	// default: bus.DefaultPingInterval (5 s)
+	NATSPingInterval time.Duration
 	// SubjectPrefix is the first token of every bus subject (see
 	// bus.ValidatePrefix): the frontends' prefix. It sets
 	// Worker.Subjects, which must then be unset or the same.
@@ -154,7 +160,7 @@ func RunWorker(ctx context.Context, srv *mcp.Server, opts *WorkerOptions) error 
 		err := retryConnect(ctx, log, "NATS", o.ConnectTimeout, func(context.Context) error {
 			var err error
 			nc, err = bus.Connect(url, &bus.ConnectOptions{Name: "mcpfleet-worker", Logger: log, Auth: o.NATSAuth,
-				InboxPrefix: o.Worker.Subjects.InboxPrefix("w")})
+				InboxPrefix: o.Worker.Subjects.InboxPrefix("w"), PingInterval: o.NATSPingInterval})
 			if errors.Is(err, bus.ErrInvalidOptions) {
 				return permanent{invalidOptions(err)}
 			}

@@ -4,6 +4,8 @@
 #   redis-cli, wget, curl   (Debian packages, apt-get: the healthchecks of
 #                            deploy/compose.yaml, which internal/deploytest
 #                            runs)
+#   ip, iptables            (Debian packages iproute2 and iptables, apt-get:
+#                            the network namespaces of `make test-ha`)
 #   chromium                (Debian package, apt-get: the browser tests'
 #                            headless Chromium)
 #   npm                     (Debian package, apt-get, when npm is absent and
@@ -87,6 +89,8 @@ command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || missing+=(chr
 # The healthchecks of deploy/compose.yaml, run by internal/deploytest.
 command -v redis-cli >/dev/null 2>&1 || [ -x /usr/bin/redis-cli ] || missing+=(redis-tools)
 command -v wget >/dev/null 2>&1 || [ -x /usr/bin/wget ] || missing+=(wget)
+command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ] || missing+=(iproute2)
+command -v iptables >/dev/null 2>&1 || [ -x /usr/sbin/iptables ] || missing+=(iptables)
 command -v curl >/dev/null 2>&1 || [ -x /usr/bin/curl ] || missing+=(curl)
 if [ $npm_needed = 1 ] && ! command -v npm >/dev/null 2>&1; then missing+=(npm); fi
 if [ ${#missing[@]} -gt 0 ]; then

@@ -3,6 +3,7 @@ package bus_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
 )
@@ -10,6 +11,9 @@ import (
 func TestInvalidOptions(t *testing.T) {
 	if _, err := bus.Connect("nats://127.0.0.1:1", &bus.ConnectOptions{Logger: quietLogger(), ConnectTimeout: -1}); !errors.Is(err, bus.ErrInvalidOptions) {
 		t.Errorf("Connect with a negative ConnectTimeout: %v", err)
+	}
+	if _, err := bus.Connect("nats://127.0.0.1:1", &bus.ConnectOptions{Logger: quietLogger(), PingInterval: 50 * time.Millisecond}); !errors.Is(err, bus.ErrInvalidOptions) {
+		t.Errorf("Connect with a PingInterval of 50ms: %v", err)
 	}
 	if _, err := bus.StartEmbedded(&bus.EmbeddedOptions{Listen: "no-port", Logger: quietLogger()}); !errors.Is(err, bus.ErrInvalidOptions) {
 		t.Errorf("StartEmbedded with an address without a port: %v", err)
