@@ -5,11 +5,13 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -199,16 +201,38 @@ func (p *Proc) WaitLog(tb testing.TB, re *regexp.Regexp, timeout time.Duration) 
 	return ""
 }
 
-// FreePort returns a loopback port that was free a moment ago.
+// FreePort returns a loopback port that was free a moment ago, and that
+// no earlier call of this process returned. It is below the kernel's
+// ephemeral range (32768 and up on Linux): a port the kernel hands out
+// (listen on :0) may be taken by any outgoing connection before the
+// program it is meant for binds it, which made nats-server nodes fail to
+// bind their route ports now and then.
 func FreePort(tb testing.TB) int {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatalf("testenv: %v", err)
+	freePorts.Lock()
+	defer freePorts.Unlock()
+	for range 1000 {
+		p := 20000 + rand.IntN(12000)
+		if freePorts.picked[p] {
+			continue
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err != nil {
+			continue
+		}
+		_ = ln.Close()
+		freePorts.picked[p] = true
+		return p
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	tb.Fatal("testenv: no free loopback port in 20000-31999")
+	return 0
 }
+
+// freePorts are the ports FreePort returned.
+var freePorts = struct {
+	sync.Mutex
+	picked map[int]bool
+}{picked: map[int]bool{}}
 
 // WaitTCP waits until addr accepts connections; timeout is a hang guard
 // (stretched by HangGuard).
