@@ -30,10 +30,6 @@ const maxQueuedSessionEvents = 10000
 // errSessionEventsFull is returned when the sender's queue is full.
 var errSessionEventsFull = errors.New("worker: too many session events waiting to be sent")
 
-// errNoGetStream fails a session-level server-to-client request that no
-// session log took: the session never opened a GET stream.
-var errNoGetStream = errors.New("worker: the session has no GET stream to carry the message")
-
 // queuedEvent is an event waiting to be sent; done, when not nil, gets
 // whether it was logged (buffered 1).
 type queuedEvent struct {

@@ -71,13 +71,18 @@ func (s *Streams) noteLists(ctx context.Context, session string, notify bool) {
 // announced before: the client is told again). It returns the event's
 // index; ok is false when the store failed.
 func (s *Streams) logListChanged(session string, msg []byte) (uint64, bool) {
-	kind := listKindOf(msg)
-	if s.opts.ListDigest == nil || kind == "" || s.opts.ListDigest(kind) == "" {
+	key := ""
+	if kind := listKindOf(msg); kind != "" && s.opts.ListDigest != nil {
+		if d := s.opts.ListDigest(kind); d != "" {
+			key = listKey(kind, d)
+		}
+	}
+	if key == "" {
 		return s.logEvent(session, bus.SessionLog, msg)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	res, err := s.opts.Events.AppendOnce(ctx, []sessionstore.OnceAppend{{Session: session, Stream: bus.SessionLog, Key: listKey(kind, s.opts.ListDigest(kind)), Data: msg}})
+	res, err := s.opts.Events.AppendOnce(ctx, []sessionstore.OnceAppend{{Session: session, Stream: bus.SessionLog, Key: key, Data: msg}})
 	if err != nil || len(res) != 1 {
 		s.log.Warn("frontend: logging a list_changed", "err", err)
 		return 0, false
