@@ -38,6 +38,9 @@ func WriteError(w http.ResponseWriter, status int, id protocol.ID, e *protocol.E
 	if status == http.StatusOK {
 		SetOutcome(w, "error")
 	}
+	if rec := RecordOf(w); rec != nil {
+		rec.ErrCode = e.Code
+	}
 	WriteJSON(w, status, protocol.AppendErrorResponse(nil, id, e), nil)
 }
 
@@ -81,61 +84,6 @@ func SetWriteDeadline(w http.ResponseWriter, t time.Time) {
 func SetReadDeadline(w http.ResponseWriter, t time.Time) {
 	if d, ok := Innermost(w).(interface{ SetReadDeadline(time.Time) error }); ok {
 		_ = d.SetReadDeadline(t)
-	}
-}
-
-// Recorder wraps the ResponseWriter of one exchange to learn its method,
-// status and outcome for the metrics. Unwrap keeps http.ResponseController
-// (flush, write deadlines) working through it.
-type Recorder struct {
-	http.ResponseWriter
-	Method  string
-	status  int
-	outcome string
-}
-
-func (r *Recorder) WriteHeader(code int) {
-	if r.status == 0 {
-		r.status = code
-	}
-	r.ResponseWriter.WriteHeader(code)
-}
-
-func (r *Recorder) Write(b []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	return r.ResponseWriter.Write(b)
-}
-
-// Unwrap returns the wrapped writer.
-func (r *Recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
-
-// Result is the outcome label: the one set with SetOutcome, else one
-// derived from the status written.
-func (r *Recorder) Result() string {
-	switch {
-	case r.outcome != "":
-		return r.outcome
-	case r.status >= 500:
-		return "unavailable"
-	case r.status >= 400:
-		return "rejected"
-	}
-	return "ok"
-}
-
-// SetMethod and SetOutcome annotate the exchange behind w (no-ops when w is
-// not a *Recorder).
-func SetMethod(w http.ResponseWriter, method string) {
-	if r, ok := w.(*Recorder); ok {
-		r.Method = method
-	}
-}
-
-func SetOutcome(w http.ResponseWriter, outcome string) {
-	if r, ok := w.(*Recorder); ok {
-		r.outcome = outcome
 	}
 }
 

@@ -54,6 +54,9 @@ func (f *Frontend) authenticate(w http.ResponseWriter, r *http.Request) (*http.R
 		return r, false
 	}
 	a := &authenticated{id: p.ID(v.Issuer()), scopes: p.Scopes, p: p}
+	if rec := httpx.RecordOf(w); rec != nil {
+		rec.Principal = a.id
+	}
 	return r.WithContext(context.WithValue(r.Context(), principalKey{}, a)), true
 }
 

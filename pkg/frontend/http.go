@@ -43,16 +43,10 @@ func (f *Frontend) serveMCP(w http.ResponseWriter, r *http.Request) {
 		// so a proxy never sends one on it as it closes.
 		w.Header().Set("Connection", "close")
 	}
-	if f.metrics != nil {
-		rec := &httpx.Recorder{ResponseWriter: w, Method: r.Method}
-		w = rec
-		start := time.Now()
-		f.metrics.InflightAdd(1)
-		defer func() {
-			f.metrics.InflightAdd(-1)
-			f.metrics.Observe(rec.Method, rec.Result(), start)
-		}()
-	}
+	rec := httpx.NewRecorder(w, r, time.Now())
+	w = rec
+	r = f.observeStart(r, &rec.Rec)
+	defer f.observeEnd(&rec.Rec)
 
 	if !f.hostCheck.HostOK(r.Host) {
 		httpx.HTTPError(w, http.StatusForbidden, protocol.CodeInvalidRequest, "Forbidden: Host header not allowed")
@@ -136,11 +130,16 @@ func (f *Frontend) servePost(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, http.StatusBadRequest, id, protocol.NewError(protocol.CodeInvalidRequest, "invalid request: %v", err))
 		return
 	}
-	if msg.Kind() == protocol.KindResponse {
-		httpx.SetMethod(w, "response")
-	} else {
-		httpx.SetMethod(w, msg.Method)
+	rec := httpx.RecordOf(w)
+	if rec == nil {
+		rec = &httpx.Record{}
 	}
+	if msg.Kind() == protocol.KindResponse {
+		rec.Method = "response"
+	} else {
+		rec.Method = msg.Method
+	}
+	rec.ID = msg.ID
 	var head protocol.ParamsHead
 	if msg.Params != nil {
 		if err := json.Unmarshal(msg.Params, &head); err != nil {
@@ -148,6 +147,7 @@ func (f *Frontend) servePost(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	noteTarget(rec, msg.Method, &head)
 	if f.eraOf(r, msg, &head) == protocol.EraLegacy {
 		f.postLegacy(w, r, msg, &head, body)
 		return

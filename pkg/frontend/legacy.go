@@ -145,6 +145,9 @@ func (f *Frontend) loadSessionFor(w http.ResponseWriter, r *http.Request, id pro
 		httpx.WriteError(w, http.StatusNotFound, id, protocol.ErrSessionNotFound())
 		return nil, false
 	}
+	if rec := httpx.RecordOf(w); rec != nil {
+		rec.Session, rec.ProtocolVersion = s.ID, s.ProtocolVersion
+	}
 	return s, true
 }
 
@@ -188,6 +191,9 @@ func (f *Frontend) initialize(w http.ResponseWriter, r *http.Request, msg *proto
 				return http.StatusBadRequest // the initialize was refused
 			}
 			h.Set(hdrSessionID, sid)
+			if rec := httpx.RecordOf(w); rec != nil {
+				rec.Session = sid
+			}
 			return http.StatusOK
 		},
 	}
@@ -313,6 +319,7 @@ func (f *Frontend) legacyRequest(w http.ResponseWriter, r *http.Request, sess *s
 	}
 	if resp, ok := f.fleet.AnswerFromCatalog(protocol.EraLegacy, msg, nil); ok {
 		f.release(c)
+		noteAnswer(w, resp)
 		httpx.WriteJSON(w, http.StatusOK, resp, nil)
 		return
 	}

@@ -72,6 +72,7 @@ func (f *Frontend) postModern(w http.ResponseWriter, r *http.Request, msg *proto
 		}
 	}
 	if resp, ok := f.fleet.AnswerFromCatalog(protocol.EraModern, msg, head.Meta); ok {
+		noteAnswer(w, resp)
 		status := http.StatusOK
 		if code, isErr := stream.ResponseErrorCode(resp); isErr && code != protocol.CodeInvalidParams {
 			status = stream.ModernStatus(code)

@@ -74,10 +74,14 @@ func (ex *exchange) response(w http.ResponseWriter, payload []byte, seq uint64) 
 			}
 		}
 	}
-	if _, isErr := ResponseErrorCode(payload); isErr {
+	code, isErr := ResponseErrorCode(payload)
+	if isErr {
 		httpx.SetOutcome(w, "error")
 	} else {
 		httpx.SetOutcome(w, "ok")
+	}
+	if rec := httpx.RecordOf(w); rec != nil {
+		rec.NoteResponse(payload, code, isErr)
 	}
 	if ex.client != nil {
 		ex.emitSeq(payload, seq)
