@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Record is what is known of one exchange on the MCP endpoint, filled in
@@ -42,8 +43,23 @@ type Record struct {
 	ErrCode int64
 	// ToolError is set for a tools/call whose result has isError true.
 	ToolError bool
+	// Span is the exchange's trace span, once started (nil before). With
+	// tracing off it is a non-recording span that still carries the
+	// caller's trace context, if any.
+	Span trace.Span
 
 	outcome string
+}
+
+// TraceID is the exchange's trace id in hex, "" when it has none.
+func (r *Record) TraceID() string {
+	if r.Span == nil {
+		return ""
+	}
+	if sc := r.Span.SpanContext(); sc.HasTraceID() {
+		return sc.TraceID().String()
+	}
+	return ""
 }
 
 // Outcome is the exchange's outcome label: the one set with SetOutcome,
