@@ -283,15 +283,17 @@ func (c *config) validate(r role) error {
 	return errors.Join(errs...)
 }
 
-// logger builds the process logger, writing to w (stderr).
+// logger builds the process logger, writing to w (stderr), with the
+// request attributes of LogHandler.
 func (c *config) logger(w io.Writer) *slog.Logger {
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(c.LogLevel))
 	opts := &slog.HandlerOptions{Level: lvl}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
 	if c.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		h = slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(LogHandler(h))
 }
 
 // handlerOptions maps the flags onto HandlerOptions.

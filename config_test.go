@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/httpx"
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
+	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 )
 
 // parse is what App.Run does before running a role.
@@ -274,5 +276,27 @@ func TestParseJWKSAllowHTTP(t *testing.T) {
 	}
 	if o := c.handlerOptions(slog.Default()).Auth; o == nil || !o.AllowInsecureJWKS || o.Validate() != nil {
 		t.Fatalf("auth options %+v: want AllowInsecureJWKS, valid", o)
+	}
+}
+
+// The process logger, text or JSON, adds a request's attributes to the
+// lines made with its context.
+func TestProcessLoggerRequestAttributes(t *testing.T) {
+	for _, format := range []string{"text", "json"} {
+		c, err := parse(t, roleServe, []string{"--log-format", format}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf strings.Builder
+		rec := &httpx.Record{Method: "tools/call", ID: protocol.Int64ID(42), Session: "0123456789abcdef", Tool: "echo"}
+		c.logger(&buf).InfoContext(httpx.WithRecord(context.Background(), rec), "handled")
+		for _, want := range []string{"tools/call", "rpc_id", "42", "01234567", "echo"} {
+			if !strings.Contains(buf.String(), want) {
+				t.Errorf("%s: %q lacks %q", format, buf.String(), want)
+			}
+		}
+		if strings.Contains(buf.String(), "0123456789") {
+			t.Errorf("%s: the whole session id was logged: %q", format, buf.String())
+		}
 	}
 }

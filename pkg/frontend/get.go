@@ -66,7 +66,7 @@ func (f *Frontend) serveDelete(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, http.StatusNotFound, protocol.ID{}, protocol.ErrSessionNotFound())
 		return
 	case err != nil:
-		f.log.Error("frontend: deleting a session", "err", err)
+		f.log.ErrorContext(ctx, "frontend: deleting a session", "err", err)
 		httpx.WriteError(w, http.StatusServiceUnavailable, protocol.ID{}, protocol.ErrSessionStoreUnavailable())
 		return
 	}

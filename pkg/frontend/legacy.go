@@ -135,7 +135,7 @@ func (f *Frontend) loadSessionFor(w http.ResponseWriter, r *http.Request, id pro
 		httpx.WriteError(w, http.StatusNotFound, id, protocol.ErrSessionNotFound())
 		return nil, false
 	case err != nil:
-		f.log.Error("frontend: loading a session", "err", err)
+		f.log.ErrorContext(ctx, "frontend: loading a session", "err", err)
 		httpx.WriteError(w, http.StatusServiceUnavailable, id, protocol.ErrSessionStoreUnavailable())
 		return nil, false
 	}
@@ -409,7 +409,7 @@ func (f *Frontend) legacyNotification(ctx context.Context, sess *sessionstore.Se
 		ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 		defer cancel()
 		if err := f.opts.Store.Update(ctx, sess.ID, sessionstore.Patch{ClientInitialized: &t}); err != nil && !errors.Is(err, sessionstore.ErrNotFound) {
-			f.log.Warn("frontend: recording notifications/initialized", "err", err)
+			f.log.WarnContext(ctx, "frontend: recording notifications/initialized", "err", err)
 		}
 	case protocol.NotificationRootsListChanged:
 		// For the server author's callback, on any one worker.
@@ -424,7 +424,7 @@ func (f *Frontend) legacyNotification(ctx context.Context, sess *sessionstore.Se
 			return // malformed cancels are ignored
 		}
 		if err := f.nc.Publish(f.subj.Cancel(), []byte(bus.CancelKeyLegacy(sess.ID, id))); err != nil {
-			f.log.Warn("frontend: publishing a cancel", "err", err)
+			f.log.WarnContext(ctx, "frontend: publishing a cancel", "err", err)
 		}
 	}
 }

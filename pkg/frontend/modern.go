@@ -66,7 +66,7 @@ func (f *Frontend) postModern(w http.ResponseWriter, r *http.Request, msg *proto
 			httpx.WriteError(w, http.StatusOK, msg.ID, protocol.ErrStateUsed())
 			return
 		case err != nil:
-			f.log.Error("frontend: recording a requestState", "err", err)
+			f.log.ErrorContext(ctx, "frontend: recording a requestState", "err", err)
 			httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, errStoreUnavailable())
 			return
 		}
@@ -209,7 +209,7 @@ func (f *Frontend) serveListen(w http.ResponseWriter, r *http.Request, msg *prot
 	if len(filter.TaskIDs) > 0 {
 		owned, err := f.taskAPI.OwnTasks(r.Context(), principalOf(r), filter.TaskIDs)
 		if err != nil {
-			f.log.Warn("frontend: checking a listen stream's tasks", "err", err)
+			f.log.WarnContext(r.Context(), "frontend: checking a listen stream's tasks", "err", err)
 			httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, errStoreUnavailable())
 			return
 		}
@@ -231,7 +231,7 @@ func (f *Frontend) serveListen(w http.ResponseWriter, r *http.Request, msg *prot
 		httpx.WriteError(w, http.StatusConflict, msg.ID, protocol.NewError(protocol.CodeInvalidRequest, "invalid request: a listen stream with subscription id %s is already open", msg.ID))
 		return
 	case err != nil:
-		f.log.Warn("frontend: opening a listen stream", "err", err)
+		f.log.WarnContext(r.Context(), "frontend: opening a listen stream", "err", err)
 		httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, protocol.ErrStreamNotOpened())
 		return
 	}

@@ -55,7 +55,7 @@ func (s *Server) Handle(ctx context.Context, req *Request, params json.RawMessag
 	ctx = withTraceContext(ctx, req)
 	defer func() {
 		if p := recover(); p != nil {
-			s.logger().Error("mcp: handler panic", "method", req.in.Method, "panic", p, "stack", string(debug.Stack()))
+			s.logger().ErrorContext(ctx, "mcp: handler panic", "method", req.in.Method, "panic", p, "stack", string(debug.Stack()))
 			res, err = nil, protocol.ErrInternalFailure()
 		}
 	}()
@@ -67,13 +67,13 @@ func (s *Server) Handle(ctx context.Context, req *Request, params json.RawMessag
 	res, err = s.dispatch(ctx, req, params)
 	if ir, ok, ierr := s.finishMRTR(req, params, err); ok {
 		if ierr != nil {
-			return nil, s.toProtocolError(req, ierr)
+			return nil, s.toProtocolError(ctx, req, ierr)
 		}
 		finishModern(&s.info, s.opts.CacheTTL.Milliseconds(), s.opts.CacheScope, req, ir)
 		return ir, nil
 	}
 	if err != nil {
-		return nil, s.toProtocolError(req, err)
+		return nil, s.toProtocolError(ctx, req, err)
 	}
 	if req.in.Era == protocol.EraModern {
 		finishModern(&s.info, s.opts.CacheTTL.Milliseconds(), s.opts.CacheScope, req, res)
@@ -99,7 +99,7 @@ func (l *lenientString) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func (s *Server) toProtocolError(req *Request, err error) *protocol.Error {
+func (s *Server) toProtocolError(ctx context.Context, req *Request, err error) *protocol.Error {
 	var pe *protocol.Error
 	if errors.As(err, &pe) {
 		return pe
@@ -107,7 +107,7 @@ func (s *Server) toProtocolError(req *Request, err error) *protocol.Error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return protocol.NewError(protocol.CodeInternalError, "request cancelled or timed out")
 	}
-	s.logger().Warn("mcp: handler error", "method", req.in.Method, "err", err)
+	s.logger().WarnContext(ctx, "mcp: handler error", "method", req.in.Method, "err", err)
 	return protocol.ErrInternalFailure()
 }
 

@@ -93,7 +93,7 @@ func (s *Server) HandleNotification(ctx context.Context, req *Request) {
 		if h := s.opts.RootsListChanged; h != nil {
 			defer func() {
 				if p := recover(); p != nil {
-					s.logger().Error("mcp: RootsListChanged panic", "panic", p)
+					s.logger().ErrorContext(ctx, "mcp: RootsListChanged panic", "panic", p)
 				}
 			}()
 			h(ctx, req)

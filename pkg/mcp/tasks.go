@@ -168,7 +168,7 @@ func (s *Server) runTask(ctx context.Context, req *Request, t *tool, args json.R
 	go func() { // owned by the request, then by the task: ends with the handler
 		defer func() {
 			if p := recover(); p != nil {
-				s.logger().Error("mcp: task handler panic", "tool", t.def.Name, "panic", p, "stack", string(debug.Stack()))
+				s.logger().ErrorContext(hctx, "mcp: task handler panic", "tool", t.def.Name, "panic", p, "stack", string(debug.Stack()))
 				done <- toolOutcome{err: protocol.ErrInternalFailure()}
 			}
 		}()
@@ -182,12 +182,12 @@ func (s *Server) runTask(ctx context.Context, req *Request, t *tool, args json.R
 			hcancel(nil)
 			return o.res, o.err
 		}
-		s.finishTask(tr, o)
+		s.finishTask(hctx, tr, o)
 		hcancel(nil)
 	case <-tr.begun:
 		stop()
 		go func() { // owned by the task: its host counts it until Finish
-			s.finishTask(tr, <-done)
+			s.finishTask(hctx, tr, <-done)
 			hcancel(nil)
 		}()
 	}
@@ -199,15 +199,16 @@ func (s *Server) runTask(ctx context.Context, req *Request, t *tool, args json.R
 	return tr.created, nil
 }
 
-// finishTask hands a task's outcome to its host.
-func (s *Server) finishTask(tr *taskRun, o toolOutcome) {
+// finishTask hands a task's outcome to its host; hctx is the handler's
+// context (its values: what the logs of the outcome carry).
+func (s *Server) finishTask(hctx context.Context, tr *taskRun, o toolOutcome) {
 	var e *protocol.Error
 	if o.err != nil {
 		switch {
 		case errors.Is(o.err, ErrInputRequired):
 			e = protocol.NewError(protocol.CodeInternalError, "the task asked for input outside of a task round")
 		default:
-			e = s.toProtocolError(tr.req, o.err)
+			e = s.toProtocolError(hctx, tr.req, o.err)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

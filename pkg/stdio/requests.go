@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 
+	"github.com/mcpfleet/mcpfleet/internal/logctx"
 	"github.com/mcpfleet/mcpfleet/pkg/mcp"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
@@ -79,7 +80,10 @@ func (s *session) run(msg *protocol.Message, describe func(*sessionstore.Session
 	s.mu.Unlock()
 	in := describe(rec)
 	in.Out = &outbound{s: s, c: c, era: in.Era}
-	go s.serveCall(ctx, c, mcp.NewRequest(in), msg, effect) // owned by the session: ends with the handler, whose ctx Serve cancels
+	req := mcp.NewRequest(in)
+	// The handler's log lines made with its context carry the request's
+	// attributes, as on a worker.
+	go s.serveCall(logctx.WithRequest(ctx, req), c, req, msg, effect) // owned by the session: ends with the handler, whose ctx Serve cancels
 }
 
 // serveCall runs the handler of c and answers it, unless it was cancelled.

@@ -30,8 +30,8 @@ func newServer(t *testing.T, obs fixture.Observer) *mcp.Server {
 // sleepStarted tells of the demo sleep handlers that started.
 type sleepStarted chan struct{}
 
-func (c sleepStarted) SleepStarted(*mcp.Request)   { c <- struct{}{} }
-func (c sleepStarted) SleepCancelled(*mcp.Request) {}
+func (c sleepStarted) SleepStarted(context.Context, *mcp.Request)   { c <- struct{}{} }
+func (c sleepStarted) SleepCancelled(context.Context, *mcp.Request) {}
 
 // Serve returns ctx's error when ctx ends it, cancels the handlers in
 // flight and leaves no goroutine behind.

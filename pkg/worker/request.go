@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/logctx"
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
 	"github.com/mcpfleet/mcpfleet/pkg/mcp"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
@@ -192,7 +193,10 @@ func (w *Worker) onRequest(m *nats.Msg) {
 	w.mu.Unlock()
 
 	in.Out = &outbound{f: f}
-	go w.run(ctx, cancelDeadline, f, mcp.NewRequest(&in), msg)
+	req := mcp.NewRequest(&in)
+	// The handler's log lines made with its context carry the request's
+	// attributes (method, id, session, tool).
+	go w.run(logctx.WithRequest(ctx, req), cancelDeadline, f, req, msg)
 }
 
 // requestMessage returns the request an envelope carries: built from the

@@ -35,7 +35,7 @@ func (w *Worker) run(ctx context.Context, cancelDeadline context.CancelFunc, f *
 	f.mu.Unlock()
 	if wasStuck {
 		w.opts.Metrics.unstuck()
-		w.log.Warn("worker: a handler returned after its request ended", "method", msg.Method, "ran", time.Since(start).Round(time.Millisecond))
+		w.log.WarnContext(ctx, "worker: a handler returned after its request ended", "method", msg.Method, "ran", time.Since(start).Round(time.Millisecond))
 	}
 	if answered {
 		return
@@ -90,7 +90,7 @@ func (w *Worker) endRequest(f *inflight, method, outcome string, start time.Time
 func (w *Worker) answer(ctx context.Context, req *mcp.Request, msg *protocol.Message) (out []byte, outcome string) {
 	defer func() {
 		if p := recover(); p != nil {
-			w.log.Error("worker: panic answering a request", "method", msg.Method, "panic", p, "stack", string(debug.Stack()))
+			w.log.ErrorContext(ctx, "worker: panic answering a request", "method", msg.Method, "panic", p, "stack", string(debug.Stack()))
 			out, outcome = protocol.AppendErrorResponse(nil, msg.ID, protocol.ErrInternalFailure()), "error"
 		}
 	}()
@@ -111,7 +111,7 @@ func (w *Worker) answer(ctx context.Context, req *mcp.Request, msg *protocol.Mes
 	} else {
 		raw, merr := json.Marshal(res)
 		if merr != nil {
-			w.log.Error("worker: marshalling a result", "method", msg.Method, "err", merr)
+			w.log.ErrorContext(ctx, "worker: marshalling a result", "method", msg.Method, "err", merr)
 			out, outcome = protocol.AppendErrorResponse(nil, msg.ID, protocol.ErrInternalFailure()), "error"
 		} else {
 			out = protocol.AppendResponse(make([]byte, 0, len(raw)+48), msg.ID, raw)
@@ -120,7 +120,7 @@ func (w *Worker) answer(ctx context.Context, req *mcp.Request, msg *protocol.Mes
 	if limit := w.nc.MaxPayload(); limit > 0 && int64(len(out)+1) > limit {
 		// The bus cannot carry it: the client gets an error now rather
 		// than a timeout when the worker seems to have died.
-		w.log.Warn("worker: a result is over the bus's payload cap", "method", msg.Method, "bytes", len(out), "max", limit)
+		w.log.WarnContext(ctx, "worker: a result is over the bus's payload cap", "method", msg.Method, "bytes", len(out), "max", limit)
 		out = protocol.AppendErrorResponse(nil, msg.ID, protocol.NewError(protocol.CodeInternalError,
 			"internal error: the result is %d bytes once encoded, over the %d bytes a message between processes may carry", len(out), limit))
 		outcome = "error"

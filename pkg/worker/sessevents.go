@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/logctx"
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
 )
 
@@ -83,7 +84,7 @@ func (s *sessionSender) enqueue(session, uri string, kind bus.FrameKind, msg []b
 	}
 	if len(s.q) >= maxQueuedSessionEvents {
 		s.mu.Unlock()
-		s.w.log.Warn("worker: dropping a session event: the queue is full", "session", shortSession(session), "uri", uri)
+		s.w.log.Warn("worker: dropping a session event: the queue is full", "session", shortSession(session), "uri", logctx.URI(uri))
 		return nil, errSessionEventsFull
 	}
 	s.seq++
@@ -194,7 +195,7 @@ func (s *sessionSender) expire(batch []queuedEvent) []queuedEvent {
 	kept := batch[:0]
 	for _, qe := range batch {
 		if now.After(qe.deadline) {
-			s.w.log.Warn("worker: a session event could not be delivered in time", "session", shortSession(qe.ev.Session), "uri", qe.ev.URI)
+			s.w.log.Warn("worker: a session event could not be delivered in time", "session", shortSession(qe.ev.Session), "uri", logctx.URI(qe.ev.URI))
 			if qe.done != nil {
 				qe.done <- false
 			}

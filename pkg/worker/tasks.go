@@ -139,7 +139,7 @@ func (h *taskHost) Create(ctx context.Context, req *mcp.Request) (*protocol.Crea
 	}
 	rt.sub = sub
 	if _, err := h.write(ctx, &tasks.WriteOp{Op: "create", Record: rec}); err != nil {
-		h.w.log.Warn("worker: creating a task", "err", err)
+		h.w.log.WarnContext(ctx, "worker: creating a task", "err", err)
 		h.end(rt)
 		return nil, nil, taskNotCreatedError()
 	}
@@ -245,7 +245,7 @@ func (h *taskHost) Finish(ctx context.Context, taskID string, result protocol.Re
 	if e == nil {
 		b, err := h.marshal(result)
 		if err != nil {
-			h.w.log.Warn("worker: marshalling a task's result", "task", taskID, "err", err)
+			h.w.log.WarnContext(ctx, "worker: marshalling a task's result", "task", taskID, "err", err)
 			op.Error = protocol.ErrInternalFailure()
 		} else {
 			op.Result = b
@@ -258,7 +258,7 @@ func (h *taskHost) Finish(ctx context.Context, taskID string, result protocol.Re
 		_, err = h.write(ctx, op)
 	}
 	if err != nil {
-		h.w.log.Warn("worker: recording a task's outcome", "task", taskID, "err", err)
+		h.w.log.WarnContext(ctx, "worker: recording a task's outcome", "task", taskID, "err", err)
 	}
 }
 

@@ -58,7 +58,7 @@ func (ex *exchange) catchUp() bool {
 	evs, err := ex.s.opts.Events.EventsAfter(ctx, ex.spec.Session.ID, ex.sseID, ex.last)
 	cancel()
 	if err != nil {
-		ex.s.log.Warn("frontend: reading a stream's log", "err", err)
+		ex.s.log.WarnContext(ex.logCtx, "frontend: reading a stream's log", "err", err)
 		return true
 	}
 	for _, ev := range evs {

@@ -71,7 +71,7 @@ func (ex *exchange) drainFrame(fr frame) bool {
 	case bus.FrameResponse:
 		if e := ex.spec.Effect; e != nil {
 			if err := e(fr.payload); err != nil {
-				ex.s.log.Error("frontend: completing a detached response", "method", ex.spec.Msg.Method, "err", err)
+				ex.s.log.ErrorContext(ex.logCtx, "frontend: completing a detached response", "method", ex.spec.Msg.Method, "err", err)
 			}
 		}
 		ex.emitSeq(fr.payload, fr.seq)

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -82,6 +83,10 @@ type exchange struct {
 	busLost    bool    // ended by BusLost: the log stays open for a resume elsewhere
 	last       uint64  // the index of the last logged event the client was given (or the exchange logged, detached)
 	closeGauge func()  // the open-streams gauge of this exchange's SSE stream
+	// logCtx is the context of the exchange's log lines: the request's
+	// while the handler runs it, a snapshot of the request's record once
+	// detached (the handler goroutine owns the record).
+	logCtx context.Context
 }
 
 // result of handling one frame.
@@ -110,9 +115,10 @@ func (s *Streams) Forward(w http.ResponseWriter, r *http.Request, spec *Spec) {
 	}
 	defer func() { held() }() // a no-op when a detached drain owns the slots
 	ex := s.newExchange(spec)
+	ex.logCtx = r.Context()
 	if err := ex.publish(r); err != nil {
 		s.closeInbox(ex.st)
-		s.log.Warn("frontend: publishing a request", "err", err)
+		s.log.WarnContext(r.Context(), "frontend: publishing a request", "err", err)
 		httpx.SetOutcome(w, "unavailable")
 		httpx.WriteError(w, http.StatusServiceUnavailable, spec.Msg.ID, protocol.ErrBusUnavailable())
 		return
@@ -132,6 +138,7 @@ func (s *Streams) Forward(w http.ResponseWriter, r *http.Request, spec *Spec) {
 		s.closeInbox(ex.st)
 		return
 	}
+	ex.logCtx = detachedLogContext(r.Context())
 	ex.detach(held)
 	held = func() {} // the request still runs: its in-flight slots go when it ends
 }
@@ -332,4 +339,16 @@ func (ex *exchange) lostBus(w http.ResponseWriter) step {
 	}
 	ex.fail(w, http.StatusBadGateway, errBusLost())
 	return stepDone
+}
+
+// detachedLogContext is the log context of an exchange that goes on after
+// its handler returned: ctx's values, with a copy of its httpx.Record
+// taken now (the handler goroutine owns the record itself).
+func detachedLogContext(ctx context.Context) context.Context {
+	ctx = context.WithoutCancel(ctx)
+	if rec := httpx.RecordFrom(ctx); rec != nil {
+		snap := *rec
+		ctx = httpx.WithRecord(ctx, &snap)
+	}
+	return ctx
 }

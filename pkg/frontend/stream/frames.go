@@ -65,7 +65,7 @@ func (ex *exchange) response(w http.ResponseWriter, payload []byte, seq uint64) 
 			if ex.client == nil && ex.s.opts.EffectError != nil && ex.s.opts.EffectError(w, ex.spec.Msg.ID, err) {
 				return stepDone
 			}
-			ex.s.log.Error("frontend: completing a response", "method", ex.spec.Msg.Method, "err", err)
+			ex.s.log.ErrorContext(ex.logCtx, "frontend: completing a response", "method", ex.spec.Msg.Method, "err", err)
 			payload = protocol.AppendErrorResponse(nil, ex.spec.Msg.ID, protocol.NewError(protocol.CodeInternalError, "could not complete the request; retry"))
 			if ex.client == nil {
 				httpx.SetOutcome(w, "unavailable")

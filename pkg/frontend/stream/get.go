@@ -56,7 +56,7 @@ func (s *Streams) getStream(w http.ResponseWriter, r *http.Request, sess *sessio
 		return
 	}
 	if err != nil {
-		s.log.Warn("frontend: opening a GET stream", "err", err)
+		s.log.WarnContext(r.Context(), "frontend: opening a GET stream", "err", err)
 		httpx.WriteError(w, http.StatusServiceUnavailable, protocol.ID{}, protocol.ErrStreamNotOpened())
 		return
 	}
@@ -72,7 +72,7 @@ func (s *Streams) getStream(w http.ResponseWriter, r *http.Request, sess *sessio
 		case errors.Is(err, sessionstore.ErrEventsPurged):
 			streamID = "" // gone: a fresh stream
 		case err != nil:
-			s.storeErr(w, err)
+			s.storeErr(r.Context(), w, err)
 			return
 		default:
 			rl.last = after
@@ -161,7 +161,7 @@ func (rl *getRelay) logged(idx uint64, data []byte) bool {
 	if err != nil {
 		// Events are gone (or the store is down): the client resumes,
 		// and starts afresh if they are gone.
-		rl.s.log.Warn("frontend: reading a GET log", "err", err)
+		rl.s.log.WarnContext(rl.r.Context(), "frontend: reading a GET log", "err", err)
 		return false
 	}
 	return rl.write(evs)
@@ -196,7 +196,7 @@ func (rl *getRelay) onItem(item []byte) bool {
 // slow counts a stream whose write failed for want of a reader.
 func (rl *getRelay) slow(err error) {
 	if SlowWrite(err) || rl.g.Reason() == listen.ReasonSlow {
-		rl.s.log.Warn("frontend: closing a slow GET stream")
+		rl.s.log.WarnContext(rl.r.Context(), "frontend: closing a slow GET stream")
 		rl.s.opts.Metrics.DroppedStream("get")
 	}
 }
@@ -221,7 +221,7 @@ func (rl *getRelay) run() {
 		OnEnded: func() {
 			switch g.Reason() {
 			case listen.ReasonSlow:
-				s.log.Warn("frontend: closing a slow GET stream")
+				s.log.WarnContext(rl.r.Context(), "frontend: closing a slow GET stream")
 				s.opts.Metrics.DroppedStream("get")
 			case listen.ReasonBusLost:
 				// What arrived before the loss is written first; then the
@@ -255,12 +255,12 @@ func (s *Streams) streamLog(ctx context.Context, session, stream string) (start 
 
 // storeErr writes the answer to a store error and reports whether the
 // caller may go on (never: kept for symmetry with the callers' flow).
-func (s *Streams) storeErr(w http.ResponseWriter, err error) bool {
+func (s *Streams) storeErr(ctx context.Context, w http.ResponseWriter, err error) bool {
 	switch {
 	case errors.Is(err, sessionstore.ErrNotFound):
 		httpx.WriteError(w, http.StatusNotFound, protocol.ID{}, protocol.ErrSessionNotFound())
 	default:
-		s.log.Error("frontend: reading a stream log", "err", err)
+		s.log.ErrorContext(ctx, "frontend: reading a stream log", "err", err)
 		httpx.WriteError(w, http.StatusServiceUnavailable, protocol.ID{}, protocol.ErrSessionStoreUnavailable())
 	}
 	return false

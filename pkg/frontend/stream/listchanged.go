@@ -61,7 +61,7 @@ func (s *Streams) noteLists(ctx context.Context, session string, notify bool) {
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	if _, err := s.opts.Events.AppendOnce(ctx, batch); err != nil {
-		s.log.Warn("frontend: noting a GET log's lists", "err", err)
+		s.log.WarnContext(ctx, "frontend: noting a GET log's lists", "err", err)
 	}
 }
 

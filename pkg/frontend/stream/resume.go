@@ -65,7 +65,7 @@ func (s *Streams) resumePost(w http.ResponseWriter, r *http.Request, sess *sessi
 	}
 	start, all, err := s.streamLog(r.Context(), sess.ID, stream)
 	if err != nil {
-		s.storeErr(w, err)
+		s.storeErr(r.Context(), w, err)
 		return
 	}
 	if start == nil || after == 0 {

@@ -94,7 +94,7 @@ func (h *Handler) ServeModern(w http.ResponseWriter, r *http.Request, msg *proto
 		httpx.WriteError(w, http.StatusOK, msg.ID, errUnknownTask(p.TaskID))
 		return
 	case err != nil:
-		h.log.Error("frontend: task store", "method", msg.Method, "err", err)
+		h.log.ErrorContext(ctx, "frontend: task store", "method", msg.Method, "err", err)
 		httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, errStoreUnavailable())
 		return
 	}
