@@ -50,6 +50,7 @@ type config struct {
 	ID, LogLevel, LogFormat     string
 	StateKey                    string
 	AdminListen, PprofListen    string
+	AccessLog                   bool
 	ServeTools, ServePrompts    []string
 	ServeResources              []string
 
@@ -191,6 +192,9 @@ func (c *config) define(r role, f *flags, program func(*flag.FlagSet)) error {
 		logFormat = "json" // production roles: log collectors read them
 	}
 	f.str(&c.LogFormat, "log-format", logFormat, "FORMAT", "text or json")
+	if r.http() {
+		f.on(&c.AccessLog, "access-log", "log one line per exchange on the MCP endpoint (message access, level info; --access-log=false: none)")
+	}
 	if program != nil && r.handlers() {
 		return f.program(program)
 	}
@@ -327,6 +331,7 @@ func (c *config) handlerOptions(log *slog.Logger) HandlerOptions {
 			AllowedHosts:            c.AllowedHosts,
 			AllowedOrigins:          c.AllowedOrigin,
 			MaxListen:               int(offWhenZero(c.MaxListen)), // 0 = unlimited
+			NoAccessLog:             !c.AccessLog,
 		},
 	}
 	if c.AuthIssuer != "" {

@@ -279,6 +279,45 @@ func TestParseJWKSAllowHTTP(t *testing.T) {
 	}
 }
 
+// --access-log: on by default in serve and frontend, off with
+// --access-log=false or MCPFLEET_ACCESS_LOG=false (the flag wins), and
+// not a flag of the roles without an HTTP endpoint.
+func TestParseAccessLog(t *testing.T) {
+	for _, r := range []role{roleServe, roleFrontend} {
+		c, err := parse(t, r, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.serveOptions(nil).Frontend.NoAccessLog {
+			t.Errorf("%s: the access log is off by default", r)
+		}
+		c, err = parse(t, r, []string{"--access-log=false"}, nil)
+		if err != nil || !c.serveOptions(nil).Frontend.NoAccessLog {
+			t.Errorf("%s --access-log=false: %v; want the access log off", r, err)
+		}
+	}
+	t.Run("environment", func(t *testing.T) {
+		t.Setenv("MCPFLEET_ACCESS_LOG", "false")
+		c, err := parse(t, roleFrontend, nil, nil)
+		if err != nil || !c.serveOptions(nil).Frontend.NoAccessLog {
+			t.Errorf("MCPFLEET_ACCESS_LOG=false: %v; want the access log off", err)
+		}
+		c, err = parse(t, roleFrontend, []string{"--access-log"}, nil)
+		if err != nil || c.serveOptions(nil).Frontend.NoAccessLog {
+			t.Errorf("--access-log over MCPFLEET_ACCESS_LOG=false: %v; want the flag to win", err)
+		}
+		t.Setenv("MCPFLEET_ACCESS_LOG", "sometimes")
+		if _, err := parse(t, roleServe, nil, nil); err == nil || !strings.Contains(err.Error(), "MCPFLEET_ACCESS_LOG") || !strings.Contains(err.Error(), "true or false") {
+			t.Errorf("MCPFLEET_ACCESS_LOG=sometimes: %v", err)
+		}
+	})
+	for _, r := range []role{roleWorker, roleStdio} {
+		if _, err := parse(t, r, []string{"--access-log=false"}, nil); err == nil || !strings.Contains(err.Error(), "--access-log") {
+			t.Errorf("%s --access-log=false: %v; want it refused", r, err)
+		}
+	}
+}
+
 // The process logger, text or JSON, adds a request's attributes to the
 // lines made with its context.
 func TestProcessLoggerRequestAttributes(t *testing.T) {

@@ -75,6 +75,13 @@ func (f *flags) boolean(p *bool, name string, usage string) {
 	f.add(name, "")
 }
 
+// on defines a bool flag that is on by default (--name=false turns it
+// off).
+func (f *flags) on(p *bool, name string, usage string) {
+	f.fs.BoolVar(p, name, true, usage)
+	f.add(name, "")
+}
+
 func (f *flags) i64(p *int64, name string, def int64, usage string) {
 	f.fs.Int64Var(p, name, def, usage)
 	f.add(name, "N")

@@ -47,6 +47,9 @@ type Record struct {
 	// tracing off it is a non-recording span that still carries the
 	// caller's trace context, if any.
 	Span trace.Span
+	// Remote is the client's address (the request's RemoteAddr: behind a
+	// proxy, the proxy's).
+	Remote string
 
 	outcome string
 }
@@ -120,7 +123,7 @@ type Recorder struct {
 
 // NewRecorder wraps w for an exchange that started at start.
 func NewRecorder(w http.ResponseWriter, r *http.Request, start time.Time) *Recorder {
-	return &Recorder{ResponseWriter: w, Rec: Record{Start: start, HTTPMethod: r.Method, Method: r.Method}}
+	return &Recorder{ResponseWriter: w, Rec: Record{Start: start, HTTPMethod: r.Method, Method: r.Method, Remote: r.RemoteAddr}}
 }
 
 func (r *Recorder) WriteHeader(code int) {

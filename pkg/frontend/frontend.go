@@ -71,6 +71,8 @@ type Frontend struct {
 	plain      *hub.Plain    // serves the listen streams the hub cannot take
 	once       sync.Once
 	active     sync.WaitGroup // open HTTP exchanges on the MCP endpoint
+
+	heldAccess sync.Map // *httpx.Record -> *heldAccess: listen exchanges whose access line waits (accesslog.go)
 }
 
 // New returns a frontend forwarding over nc. Call Start before serving.

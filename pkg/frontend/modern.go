@@ -235,11 +235,7 @@ func (f *Frontend) serveListen(w http.ResponseWriter, r *http.Request, msg *prot
 		httpx.WriteError(w, http.StatusServiceUnavailable, msg.ID, protocol.ErrStreamNotOpened())
 		return
 	}
-	// The hub takes the connection over when it can; otherwise the
-	// stream is served here, by its handler.
-	if !f.hub.Adopt(w, r, ls) {
-		f.plain.Adopt(w, r, ls)
-	}
+	f.adoptListen(w, r, ls)
 }
 
 // Limits of one listen stream's filter.

@@ -19,10 +19,11 @@ func (f *Frontend) observeStart(r *http.Request, rec *httpx.Record) *http.Reques
 }
 
 // observeEnd ends the observation of an exchange, once its handler is
-// done: the metrics.
+// done: the metrics, the access log.
 func (f *Frontend) observeEnd(rec *httpx.Record) {
 	f.metrics.InflightAdd(-1)
 	f.metrics.Observe(rec.Method, rec.Outcome(), rec.Start)
+	f.accessLog(rec)
 }
 
 // noteTarget records what a message addresses (tool, prompt, resource)

@@ -158,6 +158,13 @@ type Options struct {
 	// which also detect a dead peer and free its slot; negative means off.
 	// default: 15s
 	ListenKeepAlive time.Duration
+	// NoAccessLog turns the access log off. The access log is one line
+	// per exchange on the MCP endpoint, written on Logger at level Info
+	// with the message "access" once the exchange is over (a stream: when
+	// it closes, with its whole duration); its fields are identifiers and
+	// figures, never message contents nor credentials (see accesslog.go).
+	// default: false, the access log is on
+	NoAccessLog bool
 }
 
 // resolve validates o and fills in the defaults of zero fields (fields

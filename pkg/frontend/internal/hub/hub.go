@@ -49,6 +49,7 @@ type hubStream struct {
 	gone    atomic.Bool  // the client closed the connection
 	removed atomic.Bool  // over: nothing more is written
 	gauge   func()       // closes the open-streams gauge
+	ended   func()       // Adopt's ended (nil: none), called by remove
 	buf     []byte       // the chunk being written; only its writer touches it
 	pending []byte       // what the socket has not taken yet (its writer's)
 	since   time.Time    // when pending began to wait
@@ -111,9 +112,10 @@ func (h *Hub) run() {
 // Adopt takes over an open listen stream whose acknowledgement has not
 // been written: it writes the response head and the acknowledgement
 // itself and returns true, after which the handler returns and the hub
-// owns the connection and ls. It returns false, having touched nothing,
-// when the connection cannot be taken over or the hub is stopped.
-func (h *Hub) Adopt(w http.ResponseWriter, r *http.Request, ls *listen.ListenStream) bool {
+// owns the connection and ls, and calls ended (when not nil) once the
+// stream is over. It returns false, having touched nothing, when the
+// connection cannot be taken over or the hub is stopped.
+func (h *Hub) Adopt(w http.ResponseWriter, r *http.Request, ls *listen.ListenStream, ended func()) bool {
 	// TLS streams stay with their handler: a crypto/tls connection whose
 	// write timed out is broken for good, so tryWrite cannot serve it.
 	if r.ProtoMajor != 1 || r.ProtoMinor < 1 || r.TLS != nil || !canHijack(w) {
@@ -136,15 +138,17 @@ func (h *Hub) Adopt(w http.ResponseWriter, r *http.Request, ls *listen.ListenStr
 	if err != nil {
 		// The connection is gone or in an unknown state: the stream ends.
 		ls.Close()
+		callEnded(ended)
 		return true
 	}
 	h.run()
-	s := &hubStream{conn: conn, ls: ls}
+	s := &hubStream{conn: conn, ls: ls, ended: ended}
 	s.buf = append(head, chunk(nil, stream.FormatEvent("", ls.Ack()))...)
 	_ = conn.SetWriteDeadline(time.Now().Add(h.opts.WriteTimeout))
 	if _, err := conn.Write(s.buf); err != nil {
 		_ = conn.Close()
 		ls.Close()
+		callEnded(ended)
 		return true
 	}
 	_ = conn.SetWriteDeadline(time.Time{}) // the writers never wait (tryWrite)
@@ -159,6 +163,7 @@ func (h *Hub) Adopt(w http.ResponseWriter, r *http.Request, ls *listen.ListenStr
 		_ = conn.Close()
 		ls.Close()
 		s.gauge()
+		callEnded(ended)
 		h.opts.Active.Done()
 		return true
 	}
@@ -456,6 +461,7 @@ func (h *Hub) remove(s *hubStream, slow bool) {
 		h.opts.Metrics.DroppedStream("listen")
 	}
 	s.gauge()
+	callEnded(s.ended)
 	h.opts.Active.Done()
 }
 

@@ -18,10 +18,12 @@ import (
 type Server interface {
 	// Adopt serves ls, an open listen stream whose acknowledgement has not
 	// been written, on the response w. It returns true when it served the
-	// stream (or the stream ended trying): ls is then the server's. It
-	// returns false, having touched neither w nor ls, when it cannot
-	// serve this connection.
-	Adopt(w http.ResponseWriter, r *http.Request, ls *listen.ListenStream) bool
+	// stream (or the stream ended trying): ls is then the server's, and
+	// ended, when not nil, is called once the stream is over (before
+	// Adopt returns, or later, from the Hub's goroutines, for a stream it
+	// took over). It returns false, having touched neither w nor ls and
+	// without calling ended, when it cannot serve this connection.
+	Adopt(w http.ResponseWriter, r *http.Request, ls *listen.ListenStream, ended func()) bool
 	// Stop ends the streams being served; it is idempotent.
 	Stop()
 }
@@ -93,9 +95,10 @@ func NewPlain(opts Options) (*Plain, error) {
 	return &Plain{opts: opts, quit: make(chan struct{})}, nil
 }
 
-// Adopt serves ls until it ends, the client goes or Stop; it always
-// returns true.
-func (p *Plain) Adopt(w http.ResponseWriter, r *http.Request, ls *listen.ListenStream) bool {
+// Adopt serves ls until it ends, the client goes or Stop, then calls
+// ended; it always returns true.
+func (p *Plain) Adopt(w http.ResponseWriter, r *http.Request, ls *listen.ListenStream, ended func()) bool {
+	defer callEnded(ended)
 	defer ls.Close()
 	defer p.opts.Metrics.StreamOpened("listen")()
 	sse := stream.StartSSE(w, p.opts.WriteTimeout, nil)
@@ -149,3 +152,10 @@ func (p *Plain) Adopt(w http.ResponseWriter, r *http.Request, ls *listen.ListenS
 // Stop makes every stream write its final result and end; it does not
 // wait for their handlers.
 func (p *Plain) Stop() { p.once.Do(func() { close(p.quit) }) }
+
+// callEnded calls ended, when set.
+func callEnded(ended func()) {
+	if ended != nil {
+		ended()
+	}
+}

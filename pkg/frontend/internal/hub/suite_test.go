@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,6 +63,7 @@ type harness struct {
 	next  int
 	mu    sync.Mutex
 	stops []func()
+	ended atomic.Int64 // calls of Adopt's ended
 }
 
 func forEachKind(t *testing.T, opts Options, test func(t *testing.T, h *harness)) {
@@ -103,7 +105,7 @@ func startHarness(t *testing.T, opts Options, mk func(*testing.T, Options) Serve
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
-		if !h.srv.Adopt(w, r, ls) {
+		if !h.srv.Adopt(w, r, ls, func() { h.ended.Add(1) }) {
 			t.Errorf("%T refused a plain HTTP/1.1 stream", h.srv)
 			ls.Close()
 		}
@@ -268,6 +270,7 @@ func TestPeerGoneDetected(t *testing.T) {
 		if d := h.dropped(t); d != 0 {
 			t.Errorf("a gone peer was counted as %v slow streams", d)
 		}
+		h.waitEnded(t, 1)
 	})
 }
 
@@ -290,7 +293,18 @@ func TestStopEndsStreams(t *testing.T) {
 			}
 		}
 		testutil.Poll(t, "every stream to be closed", func() bool { return h.reg.ListenCount() == 0 })
+		h.waitEnded(t, 2)
 	})
+}
+
+// waitEnded waits until Adopt's ended was called n times, and fails if
+// it was called more often.
+func (h *harness) waitEnded(t *testing.T, n int64) {
+	t.Helper()
+	testutil.Poll(t, fmt.Sprintf("ended to be called for the %d streams", n), func() bool { return h.ended.Load() >= n })
+	if got := h.ended.Load(); got != n {
+		t.Fatalf("ended was called %d times for %d streams, want once each", got, n)
+	}
 }
 
 // Stop alone (the registry still running) ends the streams too.
