@@ -16,6 +16,12 @@
 #   helm v3.22.0            (go install, into $(go env GOPATH)/bin, unless
 #                            the helm found first is already v3.22.0: the
 #                            chart tests of deploy/helm/test)
+#   promtool v3.16.0        (go install of Prometheus's module v0.316.0, into
+#                            $(go env GOPATH)/bin, unless the promtool found
+#                            first is already that one: internal/deploytest
+#                            checks deploy/prometheus.yml, the rules and the
+#                            dashboard's queries with it, and runs the rules'
+#                            unit tests)
 #   Node 22, the MCP conformance suite and the real MCP clients the client
 #   tests drive, from the committed lockfiles in tools/, into the
 #   project-local .cache/ (npm ci).
@@ -28,6 +34,8 @@ if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then SUDO="sudo -n";
 
 NATS_VERSION=v2.15.2
 HELM_VERSION=v3.22.0
+# Prometheus v3.16.0's Go module version (v3.x.y is v0.3xx.y).
+PROMTOOL_VERSION=v0.316.0
 GOBIN="$(go env GOPATH)/bin"
 # The project-local Node 22 (tools/node): the only node the tests and the
 # conformance scripts run.
@@ -154,6 +162,39 @@ fi
 first=$(command -v helm || true)
 if [ -n "$first" ] && [ "$first" != "$GOBIN/helm" ] && [ "$(helm_version "$first")" != "$HELM_VERSION" ]; then
   echo "deps: note: $first ($(helm_version "$first" || true)) precedes $GOBIN on PATH;" \
+    "make puts $GOBIN first, plain 'go test' would run $first"
+fi
+
+# promtool: internal/deploytest takes the first promtool on PATH, and
+# `make` puts $(go env GOPATH)/bin first; so the one found that way must be
+# Prometheus v3.16.0's, or it is installed there. Its version is read from
+# the binary's build information first (a go-installed promtool reports no
+# version of its own: it is set by the release build's ldflags), else from
+# `promtool --version` (a release's "3.16.0" is the module's v0.316.0).
+promtool_version() {
+  local v
+  v=$(go version -m "$1" 2>/dev/null | awk '$1 == "mod" && $2 == "github.com/prometheus/prometheus" { print $3; exit }')
+  case "$v" in
+    v0.[0-9]*) echo "$v" ;;
+    *) "$1" --version 2>/dev/null | awk 'NR == 1 && $3 ~ /^3\.[0-9]+\.[0-9]+$/ { split($3, p, "."); printf "v0.%d%02d.%d\n", p[1], p[2], p[3] }' ;;
+  esac
+}
+promtool=$(PATH="$GOBIN:$PATH" command -v promtool || true)
+if [ -z "$promtool" ] || [ "$(promtool_version "$promtool")" != "$PROMTOOL_VERSION" ]; then
+  if [ -n "$promtool" ]; then
+    echo "deps: $promtool is '$(promtool_version "$promtool" || true)', not $PROMTOOL_VERSION"
+  fi
+  echo "deps: installing promtool ($PROMTOOL_VERSION) with go install into $GOBIN"
+  GOFLAGS= GOBIN="$GOBIN" go install "github.com/prometheus/prometheus/cmd/promtool@$PROMTOOL_VERSION"
+  got=$(promtool_version "$GOBIN/promtool" || true)
+  if [ "$got" != "$PROMTOOL_VERSION" ]; then
+    echo "deps: $GOBIN/promtool is of '${got}', not $PROMTOOL_VERSION" >&2
+    exit 1
+  fi
+fi
+first=$(command -v promtool || true)
+if [ -n "$first" ] && [ "$first" != "$GOBIN/promtool" ] && [ "$(promtool_version "$first")" != "$PROMTOOL_VERSION" ]; then
+  echo "deps: note: $first ($(promtool_version "$first" || true)) precedes $GOBIN on PATH;" \
     "make puts $GOBIN first, plain 'go test' would run $first"
 fi
 

@@ -81,9 +81,7 @@ func TestComposeFile(t *testing.T) {
 	if w.Build != nil || w.Image != fe.Image || !reflect.DeepEqual(w.Entrypoint, []string{"/usr/local/bin/worker", "worker"}) {
 		t.Errorf("worker: build %+v, image %q, entrypoint %v; want no build, the frontend's image %q, the demo worker", w.Build, w.Image, w.Entrypoint, fe.Image)
 	}
-	if p := c.Services["prometheus"]; p == nil || !reflect.DeepEqual(p.Profiles, []string{"observability"}) {
-		t.Errorf("prometheus: want a service of the observability profile")
-	}
+	checkObservability(t, c, env)
 	checkHAProfile(t, c)
 	checkWorkerVariables(t, env)
 	checkStateKeyRequired(t, env)

@@ -11,5 +11,9 @@
 // DNS server stands in for docker's (127.0.0.11), so nginx finds the
 // frontends by their service name, as in compose. The healthchecks are
 // run as written (the probe subcommand, wget, curl, redis-cli) with the
-// same mapping.
+// same mapping. The images that do not run here (the observability
+// profile's Prometheus, Grafana and Jaeger) are checked as written, and
+// what they load with promtool: the configuration, the rules and their
+// unit tests, the dashboard's queries; the metrics those name are
+// checked against /metrics of a real `mcpfleet serve`.
 package deploytest

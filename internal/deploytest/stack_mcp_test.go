@@ -308,14 +308,14 @@ func checkProxyPaths(t *testing.T, base string) {
 
 // promConfig is the part of Prometheus's configuration that
 // deploy/prometheus.yml uses, decoded strictly (a misspelt key fails, as
-// it fails Prometheus). promtool check config (Prometheus v3.16.0) took
-// the file when it was written; promtool is not a dependency of the tests
-// (its build takes minutes and pulls hundreds of modules).
+// it fails Prometheus). TestPrometheusRules also runs promtool check
+// config (Prometheus v3.16.0) on the file.
 type promConfig struct {
 	Global struct {
 		ScrapeInterval     string `yaml:"scrape_interval"`
 		EvaluationInterval string `yaml:"evaluation_interval"`
 	} `yaml:"global"`
+	RuleFiles     []string `yaml:"rule_files"`
 	ScrapeConfigs []struct {
 		JobName      string `yaml:"job_name"`
 		DNSSDConfigs []struct {

@@ -21,7 +21,8 @@ import (
 
 // customValues turns on what the defaults leave off and changes what a
 // real install changes: the user's worker image and command, an Ingress, a
-// ServiceMonitor, an existing Secret for the state key and one for Redis,
+// ServiceMonitor, the PrometheusRule and the dashboard's ConfigMap,
+// tracing, an existing Secret for the state key and one for Redis,
 // a NATS cluster's URLs, autoscaling bounds and targets (and none for the
 // workers), other drain times, other ports, flags by name.
 const customValues = `
@@ -97,6 +98,21 @@ serviceMonitor:
   interval: 15s
   labels:
     release: prometheus
+prometheusRule:
+  enabled: true
+  labels:
+    release: prometheus
+grafanaDashboard:
+  enabled: true
+  labels:
+    team: mcp
+  annotations:
+    grafana_folder: mcpfleet
+otel:
+  endpoint: http://jaeger-collector.tracing:4317
+  protocol: grpc
+  sampler: parentbased_traceidratio
+  samplerArg: 0.25
 `
 
 func TestLint(t *testing.T) {
@@ -179,8 +195,16 @@ func TestDefaultValues(t *testing.T) {
 			if fd.Spec.Template.Spec.Containers[0].Lifecycle != nil {
 				t.Error("the frontend has a lifecycle hook; the lame duck is --drain-delay's")
 			}
-			if len(r.ingresses)+len(r.serviceMonitors)+len(r.configMaps) != 0 {
-				t.Errorf("the defaults render an Ingress, ServiceMonitor or ConfigMap: %v %v %v", keys(r.ingresses), keys(r.serviceMonitors), keys(r.configMaps))
+			if len(r.ingresses)+len(r.serviceMonitors)+len(r.configMaps)+len(r.prometheusRules) != 0 {
+				t.Errorf("the defaults render an Ingress, ServiceMonitor, ConfigMap or PrometheusRule: %v %v %v %v",
+					keys(r.ingresses), keys(r.serviceMonitors), keys(r.configMaps), keys(r.prometheusRules))
+			}
+			for _, c := range []*corev1.Container{fc, wc} {
+				for _, e := range c.Env {
+					if strings.HasPrefix(e.Name, "OTEL_") {
+						t.Errorf("%s: the defaults pass %s (tracing is off unless otel.endpoint is set)", c.Name, e.Name)
+					}
+				}
 			}
 			if len(r.services) != 3 || len(r.hpas) != 2 || len(r.pdbs) != 2 || len(r.secrets) != 1 || len(r.serviceAccounts) != 1 {
 				t.Errorf("objects: services %v, hpas %v, pdbs %v, secrets %v, service accounts %v",
@@ -335,6 +359,16 @@ func checkServiceMonitor(t *testing.T, r *rendered, interval, releaseLabel strin
 	}
 	spec, _ := sm["spec"].(map[string]any)
 	onlyKeys(t, "ServiceMonitor spec", spec, "selector", "namespaceSelector", "endpoints", "targetLabels", "jobLabel")
+	// The job of the series is the admin Service's role label: frontend
+	// or worker, the jobs the rules and the dashboard name.
+	if jl, _ := spec["jobLabel"].(string); jl != "app.kubernetes.io/component" {
+		t.Errorf("ServiceMonitor jobLabel %q, want app.kubernetes.io/component", jl)
+	}
+	for name, job := range map[string]string{frontendAdmin: "frontend", workerAdmin: "worker"} {
+		if s := r.services[name]; s == nil || s.Labels["app.kubernetes.io/component"] != job {
+			t.Errorf("Service %s: no app.kubernetes.io/component %s, the job of its targets", name, job)
+		}
+	}
 	sel, _ := spec["selector"].(map[string]any)
 	onlyKeys(t, "ServiceMonitor selector", sel, "matchLabels")
 	ml := labels.Set{}
@@ -418,6 +452,10 @@ func TestRenderFailures(t *testing.T) {
 			"frontend.autoscaling.maxReplicas (1) is below minReplicas (2)"},
 		{"NATS placeholder", []string{key, "nats.enabled=true"},
 			"nats.enabled: charts/ holds a placeholder, not the NATS chart; fetch it first (network needed): helm repo add nats https://nats-io.github.io/k8s/helm/charts/ && helm dependency update deploy/helm/mcpfleet"},
+		{"bad OTLP protocol", []string{key, "otel.protocol=tcp"},
+			`otel.protocol "tcp": want grpc, http/protobuf or http/json (OTEL_EXPORTER_OTLP_PROTOCOL)`},
+		{"bad sampler", []string{key, "otel.sampler=sometimes"},
+			`otel.sampler "sometimes": want one of always_on, always_off, traceidratio`},
 		{"Redis placeholder", []string{key, "redis.enabled=true"},
 			"redis.enabled: charts/ holds a placeholder, not the Redis chart; fetch it first (network needed): helm dependency update deploy/helm/mcpfleet"},
 	} {

@@ -151,6 +151,7 @@ type rendered struct {
 	pdbs            map[string]*policyv1.PodDisruptionBudget
 	ingresses       map[string]*networkingv1.Ingress
 	serviceMonitors map[string]map[string]any
+	prometheusRules map[string]map[string]any
 }
 
 var docSep = regexp.MustCompile(`(?m)^---\s*$`)
@@ -171,6 +172,7 @@ func decode(t *testing.T, out string) *rendered {
 		pdbs:            map[string]*policyv1.PodDisruptionBudget{},
 		ingresses:       map[string]*networkingv1.Ingress{},
 		serviceMonitors: map[string]map[string]any{},
+		prometheusRules: map[string]map[string]any{},
 	}
 	for _, doc := range docSep.Split(out, -1) {
 		var head struct {
@@ -214,6 +216,8 @@ func decode(t *testing.T, out string) *rendered {
 			err = strictInto(doc, name, r.ingresses)
 		case "monitoring.coreos.com/v1 ServiceMonitor":
 			err = strictInto(doc, name, r.serviceMonitors)
+		case "monitoring.coreos.com/v1 PrometheusRule":
+			err = strictInto(doc, name, r.prometheusRules)
 		default:
 			err = fmt.Errorf("unexpected object %s %q", key, name)
 		}

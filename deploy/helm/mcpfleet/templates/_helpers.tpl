@@ -325,6 +325,43 @@ password), password= to the master.
   value: {{ .Values.logLevel | quote }}
 {{- end }}
 
+{{/*
+Tracing (otel.*): the OpenTelemetry SDK's variables of a role, each when
+set; with an endpoint, the role as the service name: (dict "ctx" $ "service"
+"frontend")
+*/}}
+{{- define "mcpfleet.otelEnv" -}}
+{{- $o := .ctx.Values.otel }}
+{{- $protocols := list "grpc" "http/protobuf" "http/json" }}
+{{- if and $o.protocol (not (has (toString $o.protocol) $protocols)) }}
+{{- fail (printf "otel.protocol %q: want grpc, http/protobuf or http/json (OTEL_EXPORTER_OTLP_PROTOCOL)" (toString $o.protocol)) }}
+{{- end }}
+{{- $samplers := list "always_on" "always_off" "traceidratio" "parentbased_always_on" "parentbased_always_off" "parentbased_traceidratio" }}
+{{- if and $o.sampler (not (has (toString $o.sampler) $samplers)) }}
+{{- fail (printf "otel.sampler %q: want one of %s (OTEL_TRACES_SAMPLER)" (toString $o.sampler) (join ", " $samplers)) }}
+{{- end }}
+{{- with $o.endpoint }}
+- name: OTEL_EXPORTER_OTLP_ENDPOINT
+  value: {{ . | toString | quote }}
+- name: OTEL_SERVICE_NAME
+  value: {{ $.service | quote }}
+{{- end }}
+{{- with $o.protocol }}
+- name: OTEL_EXPORTER_OTLP_PROTOCOL
+  value: {{ . | toString | quote }}
+{{- end }}
+{{- with $o.sampler }}
+- name: OTEL_TRACES_SAMPLER
+  value: {{ . | toString | quote }}
+{{- end }}
+{{- if not (kindIs "invalid" $o.samplerArg) }}
+{{- if ne (toString $o.samplerArg) "" }}
+- name: OTEL_TRACES_SAMPLER_ARG
+  value: {{ $o.samplerArg | toString | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{/* Probes on the admin port: (dict "ctx" $ "role" .Values.frontend) */}}
 {{- define "mcpfleet.probes" -}}
 {{- $v := .ctx.Values }}
