@@ -47,6 +47,11 @@ type Record struct {
 	// tracing off it is a non-recording span that still carries the
 	// caller's trace context, if any.
 	Span trace.Span
+	// Op is the metrics' hold on the exchange's operation while it is
+	// counted in flight (package frontend/metrics sets it once the
+	// request's method and target are known, and clears it at the end);
+	// nil for an exchange that is no operation.
+	Op any
 
 	outcome string
 }

@@ -4,6 +4,8 @@ package metrics
 import (
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/httpx"
+	"github.com/mcpfleet/mcpfleet/internal/opmetrics"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -19,6 +21,7 @@ type Metrics struct {
 	busRTT     prometheus.Histogram
 	sessions   *prometheus.CounterVec
 	sessionsFn prometheus.GaugeFunc
+	ops        *opmetrics.Vec
 }
 
 // New creates the metrics and registers them on reg. sessions, when
@@ -56,7 +59,14 @@ func New(reg prometheus.Registerer, sessions func() int) *Metrics {
 			Help: "Legacy sessions created and deleted through this frontend.",
 		}, []string{"event"}),
 	}
+	m.ops = opmetrics.New(opmetrics.Opts{
+		DurationName: "mcp_server_operation_duration_seconds",
+		DurationHelp: "Time from receiving a request to sending its result, per operation (OpenTelemetry mcp.server.operation.duration): by method, tool, prompt and resource (the names of the fleet's union catalog, else other) and error_type (\"\", a JSON-RPC code, tool_error, or the outcome: timeout, worker_lost, no_worker, unavailable, cancelled, client_gone, rejected, dropped).",
+		InFlightName: "mcpfleet_frontend_operations_in_flight",
+		InFlightHelp: "Requests in progress on this frontend, by method, tool, prompt and resource, from the moment their method and target are known until they are answered.",
+	})
 	reg.MustRegister(m.requests, m.duration, m.inflight, m.streams, m.dropped, m.busRTT, m.sessions)
+	reg.MustRegister(m.ops.Collectors()...)
 	if sessions != nil {
 		m.sessionsFn = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "mcpfleet_sessions",
@@ -88,14 +98,39 @@ func methodLabel(method string) string {
 	return "other"
 }
 
-// Observe records one finished exchange.
-func (m *Metrics) Observe(method, outcome string, start time.Time) {
+// BeginOperation counts the operation of rec in flight: a request whose
+// method and target (rec.Tool, Prompt or Resource) are known, labelled by
+// the names cat (the fleet's union catalog) offers. Observe ends it. A
+// second call for the same record does nothing.
+func (m *Metrics) BeginOperation(rec *httpx.Record, cat opmetrics.Catalog) {
+	if m == nil || rec.Op != nil {
+		return
+	}
+	target := rec.Tool
+	switch {
+	case rec.Prompt != "":
+		target = rec.Prompt
+	case rec.Resource != "":
+		target = rec.Resource
+	}
+	rec.Op = m.ops.Begin(opmetrics.Labels(cat, rec.Method, target))
+}
+
+// Observe records one finished exchange: its request count and duration
+// by method and outcome and, when BeginOperation counted it, the end of
+// its operation (mcp_server_operation_duration_seconds by
+// rec.ErrorType()).
+func (m *Metrics) Observe(rec *httpx.Record) {
 	if m == nil {
 		return
 	}
-	method = methodLabel(method)
-	m.requests.WithLabelValues(method, outcome).Inc()
-	m.duration.WithLabelValues(method).Observe(time.Since(start).Seconds())
+	if s, ok := rec.Op.(*opmetrics.Series); ok {
+		rec.Op = nil
+		s.End(rec.Start, rec.ErrorType())
+	}
+	method := methodLabel(rec.Method)
+	m.requests.WithLabelValues(method, rec.Outcome()).Inc()
+	m.duration.WithLabelValues(method).Observe(time.Since(rec.Start).Seconds())
 }
 
 // StreamOpened counts a stream of kind opened; call the func it returns
