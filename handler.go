@@ -220,11 +220,8 @@ func (h *Handler) start(ctx context.Context, srv *mcp.Server, o *HandlerOptions)
 		fo.Logger = h.log
 	}
 	if fo.Metrics == nil {
-		var sessions func() int
-		if m, ok := fo.Store.(interface{ Len() int }); ok {
-			sessions = m.Len
-		}
-		fo.Metrics = frontend.NewMetrics(h.reg, sessions)
+		counter, _ := fo.Store.(sessionstore.Counter)
+		fo.Metrics = frontend.NewMetrics(h.reg, counter)
 	}
 	if fo.Auth == nil && o.Auth != nil {
 		ao := *o.Auth
