@@ -210,3 +210,8 @@ func (r *Redis) Close(context.Context) error {
 	})
 	return r.closeErr
 }
+
+// PoolStats returns the connection pool statistics of the store's client
+// (a Redis Cluster's: of every node's pool together), read for the
+// metrics.
+func (r *Redis) PoolStats() *redis.PoolStats { return r.client.PoolStats() }
