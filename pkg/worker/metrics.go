@@ -72,6 +72,7 @@ func (m *Metrics) done(f *inflight, method, outcome string, out []byte, start ti
 	if m == nil {
 		return
 	}
+	m.inflight.Dec()
 	if f.op != nil {
 		errType := outcome
 		switch outcome {
@@ -81,7 +82,6 @@ func (m *Metrics) done(f *inflight, method, outcome string, out []byte, start ti
 		f.op.End(start, errType)
 		f.op = nil
 	}
-	m.inflight.Dec()
 	if !workerMethods[method] {
 		method = "other"
 	}
