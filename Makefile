@@ -1,4 +1,5 @@
-# mcpfleet. `make run` serves the all-in-one on 127.0.0.1:8080; `make test`
+# mcpfleet. `make run` serves the all-in-one on 127.0.0.1:8080 (its
+# /healthz, /readyz and /metrics on 127.0.0.1:9090, the admin listener); `make test`
 # installs what the tests need (scripts/deps.sh) and runs every test.
 SHELL := /bin/bash
 GOBIN := $(shell go env GOPATH)/bin
@@ -7,7 +8,7 @@ export PATH := $(GOBIN):$(PATH)
 .PHONY: run test deps vet gotest modules-test conformance conformance-cluster conformance-ha cluster cluster-ha build fmt lint test-ha
 
 run:
-	go run ./cmd/mcpfleet serve --listen 127.0.0.1:8080
+	go run ./cmd/mcpfleet serve --listen 127.0.0.1:8080 --admin-listen 127.0.0.1:9090
 
 build:
 	mkdir -p bin

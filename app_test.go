@@ -175,7 +175,7 @@ func checkGreeting(t *testing.T, r *testenv.Reply) {
 func TestAppServe(t *testing.T) {
 	var closed atomic.Bool
 	app := &mcpfleet.App{Name: "greeter", Server: greeter(t), Close: func() error { closed.Store(true); return nil }}
-	r := start(t, app, "serve", "--listen", "127.0.0.1:0", "--drain-timeout", "5s")
+	r := start(t, app, "serve", "--listen", "127.0.0.1:0", "--admin-listen", "off", "--drain-timeout", "5s")
 	url := r.waitLog(t, servingRE)
 	greetLegacy(t, url)
 	greetModern(t, url)

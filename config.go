@@ -151,13 +151,12 @@ func (c *config) define(r role, f *flags, program func(*flag.FlagSet)) error {
 	}
 	if r.bus() {
 		f.in(groupProcess)
-		usage := "address of /healthz, /readyz and /metrics, for probes and Prometheus; keep it off the load balancer"
-		if r.http() {
-			usage += " (empty: served beside the MCP endpoint, for development)"
-		} else {
-			usage += " (empty: off)"
+		usage := "address of /healthz, /readyz and /metrics, for probes and Prometheus (never served on the MCP port); keep it off the load balancer; off (or empty): none"
+		def := ""
+		if r == roleServe {
+			def = DefaultServeAdminListen
 		}
-		f.str(&c.AdminListen, "admin-listen", "", "ADDR", usage)
+		f.str(&c.AdminListen, "admin-listen", def, "ADDR", usage)
 		f.dur(&c.ConnectTimeout, "connect-timeout", DefaultConnectTimeout, "how long the first connection to NATS and Redis is retried, with backoff (0: one attempt)")
 	}
 	if r.http() {
@@ -259,6 +258,11 @@ func (c *config) validate(r role) error {
 		c.validateNATS(r, c.NATSURL, add)
 	}
 	c.validateRedis(r, add)
+	if a := c.adminListen(); a != "" {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			add("--admin-listen %q: %v (off: none)", a, err)
+		}
+	}
 	if c.ConnectTimeout < 0 {
 		add("--connect-timeout must not be negative")
 	}
@@ -344,6 +348,19 @@ func (c *config) handlerOptions(log *slog.Logger) HandlerOptions {
 	return o
 }
 
+// adminListen is --admin-listen with off and none as "" (no admin
+// listener).
+func (c *config) adminListen() string { return adminAddr(c.AdminListen) }
+
+// adminAddr maps the admin address's off values ("off", "none", "") to "".
+func adminAddr(a string) string {
+	switch strings.ToLower(strings.TrimSpace(a)) {
+	case "", "off", "none":
+		return ""
+	}
+	return a
+}
+
 // offWhenZero maps a flag where 0 turns a feature off (a cap to
 // unlimited, a retry to one attempt) onto an option where 0 means the
 // default and a negative value turns it off.
@@ -355,7 +372,7 @@ func offWhenZero[T time.Duration | int64](v T) T {
 }
 
 func (c *config) serveOptions(log *slog.Logger) *ServeOptions {
-	return &ServeOptions{HandlerOptions: c.handlerOptions(log), Listen: c.Listen, Path: c.Path, AdminListen: c.AdminListen,
+	return &ServeOptions{HandlerOptions: c.handlerOptions(log), Listen: c.Listen, Path: c.Path, AdminListen: c.adminListen(),
 		DrainDelay: c.DrainDelay, DrainTimeout: c.DrainTimeout}
 }
 
@@ -364,7 +381,7 @@ func (c *config) workerOptions(log *slog.Logger) *WorkerOptions {
 		NATSURL: c.NATSURL, NATSAuth: c.natsAuth(), SubjectPrefix: c.SubjectPrefix, NATSPingInterval: offWhenZero(c.NATSPingInterval),
 		StateKey: c.stateKey, OldStateKeys: c.oldStateKeys,
 		Worker:      worker.Options{ID: c.ID, Filter: c.filter()},
-		AdminListen: c.AdminListen, ConnectTimeout: offWhenZero(c.ConnectTimeout), DrainTimeout: c.DrainTimeout, Logger: log,
+		AdminListen: c.adminListen(), ConnectTimeout: offWhenZero(c.ConnectTimeout), DrainTimeout: c.DrainTimeout, Logger: log,
 	}
 }
 

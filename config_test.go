@@ -67,6 +67,38 @@ func TestParseDefaults(t *testing.T) {
 	if c.NATSPingInterval != bus.DefaultPingInterval {
 		t.Errorf("serve default --nats-ping-interval %v, want %v", c.NATSPingInterval, bus.DefaultPingInterval)
 	}
+	// The admin listener: serve's on loopback by default, none for the
+	// others unless set; off and none turn it off.
+	if got := c.serveOptions(nil).AdminListen; got != "127.0.0.1:9090" {
+		t.Errorf("serve default --admin-listen %q, want 127.0.0.1:9090 (DefaultServeAdminListen %q)", got, DefaultServeAdminListen)
+	}
+	for _, tc := range []struct {
+		role role
+		args []string
+		want string
+	}{
+		{roleFrontend, nil, ""},
+		{roleWorker, nil, ""},
+		{roleServe, []string{"--admin-listen", "off"}, ""},
+		{roleServe, []string{"--admin-listen", "none"}, ""},
+		{roleServe, []string{"--admin-listen", ""}, ""},
+		{roleFrontend, []string{"--admin-listen", "0.0.0.0:9090"}, "0.0.0.0:9090"},
+		{roleWorker, []string{"--admin-listen", "OFF"}, ""},
+	} {
+		c, err := parse(t, tc.role, tc.args, nil)
+		if err != nil {
+			t.Fatalf("parse(%v, %q): %v", tc.role, tc.args, err)
+		}
+		got := c.adminListen()
+		if tc.role == roleWorker {
+			got = c.workerOptions(nil).AdminListen
+		} else if o := c.serveOptions(nil).AdminListen; o != got {
+			t.Errorf("%v %q: serve options %q, config %q", tc.role, tc.args, o, got)
+		}
+		if got != tc.want {
+			t.Errorf("%v %q: admin address %q, want %q", tc.role, tc.args, got, tc.want)
+		}
+	}
 	// 0 is nats.go's own settings: negative in the options.
 	if c, err := parse(t, roleWorker, []string{"--nats-ping-interval", "0"}, nil); err != nil || c.workerOptions(nil).NATSPingInterval >= 0 {
 		t.Errorf("--nats-ping-interval 0: %v; want a negative NATSPingInterval", err)
@@ -168,6 +200,8 @@ func TestParseInvalid(t *testing.T) {
 		{roleFrontend, []string{"--auth-jwks-allow-http"}, "--auth-issuer is required"},
 		{roleWorker, []string{"--nats-ping-interval", "-1s"}, "--nats-ping-interval must not be negative"},
 		{roleFrontend, []string{"--nats-ping-interval", "50ms"}, "--nats-ping-interval 50ms: at least 100ms"},
+		{roleServe, []string{"--admin-listen", "9090"}, "--admin-listen"},
+		{roleWorker, []string{"--admin-listen", "nowhere"}, "--admin-listen"},
 	}
 	for _, tc := range tests {
 		_, err := parse(t, tc.role, tc.args, nil)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/httpx"
 	"github.com/mcpfleet/mcpfleet/pkg/auth"
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
 	"github.com/mcpfleet/mcpfleet/pkg/frontend"
@@ -19,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
 )
 
 // DefaultNATSURL is the NATS server of a frontend or worker when none is
@@ -197,6 +199,7 @@ func (h *Handler) start(ctx context.Context, srv *mcp.Server, o *HandlerOptions)
 	if err != nil {
 		return err
 	}
+	h.register(newNATSCollector(nc))
 	fo := o.Frontend
 	if o.Store != nil {
 		fo.Store = o.Store
@@ -219,12 +222,12 @@ func (h *Handler) start(ctx context.Context, srv *mcp.Server, o *HandlerOptions)
 	if fo.Logger == nil {
 		fo.Logger = h.log
 	}
+	if p, ok := fo.Store.(interface{ PoolStats() *redis.PoolStats }); ok {
+		h.register(newRedisPoolCollector(p.PoolStats))
+	}
 	if fo.Metrics == nil {
-		var sessions func() int
-		if m, ok := fo.Store.(interface{ Len() int }); ok {
-			sessions = m.Len
-		}
-		fo.Metrics = frontend.NewMetrics(h.reg, sessions)
+		counter, _ := fo.Store.(sessionstore.Counter)
+		fo.Metrics = frontend.NewMetrics(h.reg, counter)
 	}
 	if fo.Auth == nil && o.Auth != nil {
 		ao := *o.Auth
@@ -376,12 +379,17 @@ func openStore(ctx context.Context, o *HandlerOptions) (sessionstore.Store, erro
 // ServeHTTP serves the MCP endpoint (both protocol eras).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.fe.Handler().ServeHTTP(w, r) }
 
-// Router returns a router serving the endpoint at path, /healthz
-// (liveness), /readyz (readiness), /metrics, and with authentication the
-// protected-resource metadata.
+// Router returns a router serving the endpoint at path and, with
+// authentication, the protected-resource metadata: what a load balancer
+// exposes, and nothing else. Serve Admin apart.
 func (h *Handler) Router(path string) http.Handler {
-	return h.fe.Router(path, h.Metrics())
+	return h.fe.Router(path)
 }
+
+// Admin serves /healthz (liveness), /readyz (readiness: Ready) and
+// /metrics (Metrics): mount it on an address of its own, off the load
+// balancer, never beside the MCP endpoint.
+func (h *Handler) Admin() http.Handler { return httpx.AdminMux(h.Ready, h.Metrics()) }
 
 // Metrics serves the Prometheus metrics of the frontend and worker.
 func (h *Handler) Metrics() http.Handler { return promhttp.HandlerFor(h.reg, promhttp.HandlerOpts{}) }
@@ -431,6 +439,14 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 	return h.err
 }
 
+// register adds c to the handler's registry; a registry that has one
+// already (a Registry given to two handlers) keeps its own.
+func (h *Handler) register(c prometheus.Collector) {
+	if err := h.reg.Register(c); err != nil {
+		h.log.Warn("metrics: not registered", "err", err)
+	}
+}
+
 // closeAll closes what NewHandler opened, last opened first.
 func (h *Handler) closeAll(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -442,10 +458,13 @@ func (h *Handler) closeAll(ctx context.Context) {
 }
 
 // NewRegistry returns a Prometheus registry with the Go runtime and
-// process collectors: what the binaries serve on /metrics.
+// process collectors and mcpfleet_build_info: what the binaries serve on
+// /metrics (NewHandler and RunWorker add the NATS connection's
+// statistics, and the Redis store's pool, to the registry they are
+// given).
 func NewRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), newBuildInfo())
 	return reg
 }
 

@@ -41,24 +41,22 @@ func newHandler(t *testing.T, srv *mcp.Server, opts *mcpfleet.HandlerOptions) *m
 }
 
 // The endpoint mounted on a program's own http.ServeMux, at a path of its
-// choosing, beside its own routes.
+// choosing, beside its own routes; its admin endpoints (Admin) on a
+// server of their own.
 func TestHandlerOnServeMux(t *testing.T) {
 	h := newHandler(t, greeter(t), nil)
 	mux := http.NewServeMux()
 	mux.Handle("/api/mcp", h)
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		if err := h.Ready(r.Context()); err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-		}
-	})
-	mux.Handle("/metrics", h.Metrics())
 	mux.HandleFunc("/hello", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "the program's own route") })
 	hs := httptest.NewServer(mux)
 	t.Cleanup(hs.Close)
+	admin := httptest.NewServer(h.Admin())
+	t.Cleanup(admin.Close)
 	greetLegacy(t, hs.URL+"/api/mcp")
 	greetModern(t, hs.URL+"/api/mcp")
-	for path, want := range map[string]string{"/readyz": "", "/metrics": "mcpfleet_worker_requests_total", "/hello": "own route"} {
-		resp, err := http.Get(hs.URL + path)
+	for url, want := range map[string]string{admin.URL + "/readyz": "ready", admin.URL + "/healthz": "ok",
+		admin.URL + "/metrics": "mcpfleet_worker_requests_total", hs.URL + "/hello": "own route"} {
+		resp, err := http.Get(url)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +64,7 @@ func TestHandlerOnServeMux(t *testing.T) {
 		_ = resp.Body.Close()
 		body := string(b)
 		if resp.StatusCode != 200 || !strings.Contains(body, want) {
-			t.Errorf("GET %s: %d %.200q", path, resp.StatusCode, body)
+			t.Errorf("GET %s: %d %.200q", url, resp.StatusCode, body)
 		}
 	}
 }

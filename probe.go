@@ -48,8 +48,8 @@ func (a *App) runProbe(ctx context.Context, args []string) int {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 2
 	}
-	if addr == "" {
-		fmt.Fprintf(stderr, "%s: no admin address: set --admin-listen or %s, as the probed process has\n", name, EnvName("admin-listen"))
+	if adminAddr(addr) == "" {
+		fmt.Fprintf(stderr, "%s: no admin address: set --admin-listen or %s, as the probed process has (the probed process needs one: it serves /readyz and /healthz only there)\n", name, EnvName("admin-listen"))
 		return 2
 	}
 	host, port, err := net.SplitHostPort(addr)

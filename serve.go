@@ -23,6 +23,11 @@ const (
 	// DefaultDrainDelay is the frontend role's --drain-delay: time for a
 	// load balancer (Kubernetes endpoints) to see the readiness change.
 	DefaultDrainDelay = 5 * time.Second
+	// DefaultServeAdminListen is the serve role's --admin-listen: on
+	// loopback, on the port the admin listeners of the shipped deployments
+	// use (compose, Helm), which clashes with neither the MCP port (8080)
+	// nor the ports the cluster scripts and the compose file publish.
+	DefaultServeAdminListen = "127.0.0.1:9090"
 )
 
 // ServeOptions configure [RunServe] and [RunFrontend]: the endpoint (see
@@ -41,9 +46,10 @@ type ServeOptions struct {
 	Path string
 	// AdminListen, when set, serves /healthz (liveness), /readyz
 	// (readiness: NATS and the store reachable, not draining) and
-	// /metrics on this address, kept off the load balancer. Empty: they
-	// are served beside the MCP endpoint (for development).
-	// default: none (beside the MCP endpoint)
+	// /metrics on this address, kept off the load balancer. The MCP
+	// listener never serves them: empty means none at all. (The serve
+	// role's --admin-listen is DefaultServeAdminListen.)
+	// default: none (no admin endpoints)
 	AdminListen string
 	// DrainDelay is the lame-duck period of a drain: once ctx ends, the
 	// server reports not ready and goes on serving (each connection closed
@@ -162,10 +168,7 @@ func runHTTP(ctx context.Context, srv *mcp.Server, opts *ServeOptions) error {
 		return err
 	}
 	started.Store(h)
-	router := h.Router(o.Path)
-	if adm != nil {
-		router = h.fe.MCPRouter(o.Path)
-	}
+	router := h.Router(o.Path) // the MCP endpoint only: health and metrics are the admin listener's
 	var conns openConns
 	hs := &http.Server{Handler: router, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ConnState: conns.track}

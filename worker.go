@@ -171,6 +171,9 @@ func RunWorker(ctx context.Context, srv *mcp.Server, opts *WorkerOptions) error 
 		}
 		defer nc.Close()
 	}
+	if err := reg.Register(newNATSCollector(nc)); err != nil {
+		log.Warn("metrics: not registered", "err", err)
+	}
 	wo := o.Worker
 	if wo.Logger == nil {
 		wo.Logger = log

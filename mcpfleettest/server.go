@@ -18,8 +18,9 @@ import (
 	"github.com/mcpfleet/mcpfleet/pkg/mcp"
 )
 
-// Path is the path of the MCP endpoint of a [Server]; /healthz, /readyz
-// and /metrics are served beside it.
+// Path is the path of the MCP endpoint of a [Server], the one path its
+// port serves (health and metrics: Server.Handler().Admin(), Ready,
+// Metrics).
 const Path = "/mcp"
 
 // shutdownTimeout bounds the drain of a Server at cleanup and Close.
@@ -119,7 +120,8 @@ func StartServer(ctx context.Context, srv *mcp.Server, opts *ServerOptions) (*Se
 	return s, nil
 }
 
-// Handler returns the running endpoint (e.g. for Ready or Metrics).
+// Handler returns the running endpoint (e.g. for Ready, Metrics or
+// Admin).
 func (s *Server) Handler() *mcpfleet.Handler { return s.h }
 
 // Connect returns a client of the server; see [Dial].

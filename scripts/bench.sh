@@ -174,7 +174,7 @@ STATE_KEY=$(head -c 32 /dev/urandom | base64)
 aio_up() {
   local name=$1
   shift
-  start "$name" env MCPFLEET_STATE_KEY="$STATE_KEY" "$bin/mcpfleet" serve --listen 127.0.0.1:0 --drain-timeout 2s "$@"
+  start "$name" env MCPFLEET_STATE_KEY="$STATE_KEY" "$bin/mcpfleet" serve --listen 127.0.0.1:0 --admin-listen off --drain-timeout 2s "$@"
   AIO_PID=$PID
   AIO_URL=$(serving_url "$logs/$name.log" "$PID") || {
     fail "$name did not start; see $logs/$name.log"

@@ -122,11 +122,11 @@ if [ "$port" = 0 ]; then
   free_port port
   for _ in 1 2 3; do free_port np; free_port rp; nats_ports="$nats_ports $np"; routes="$routes $rp"; done
   for _ in 1 2 3 4 5 6; do free_port p; free_port bp; redis_ports="$redis_ports $p"; bus_ports="$bus_ports $bp"; done
-  free_port fe1; free_port fe2; free_port w1; free_port w2
+  free_port fe1; free_port fe2; free_port w1; free_port w2; free_port a1; free_port a2
 else
   for i in 1 2 3; do nats_ports="$nats_ports $((port + 10 + i))"; routes="$routes $((port + 20 + i))"; done
   for i in 1 2 3 4 5 6; do redis_ports="$redis_ports $((port + 30 + i))"; bus_ports="$bus_ports $((port + 50 + i))"; done
-  fe1=$((port + 1)); fe2=$((port + 2)); w1=$((port + 41)); w2=$((port + 42))
+  fe1=$((port + 1)); fe2=$((port + 2)); w1=$((port + 41)); w2=$((port + 42)); a1=$((port + 43)); a2=$((port + 44))
 fi
 nats_ports=${nats_ports# } routes=${routes# } redis_ports=${redis_ports# } bus_ports=${bus_ports# }
 key=${MCPFLEET_STATE_KEY:-$(head -c 32 /dev/urandom | base64)}
@@ -190,8 +190,8 @@ export MCPFLEET_DRAIN_DELAY=0
 export MCPFLEET_STATE_KEY=$key MCPFLEET_LOG_FORMAT=json MCPFLEET_ALLOWED_HOSTS=127.0.0.1:$port,localhost:$port
 start_bg worker1 "$dir/bin/worker" --id worker1 --fixture conformance --admin-listen "127.0.0.1:$w1"
 start_bg worker2 "$dir/bin/worker" --id worker2 --fixture conformance --admin-listen "127.0.0.1:$w2"
-start_bg frontend1 "$dir/bin/frontend" --id frontend1 --listen "127.0.0.1:$fe1"
-start_bg frontend2 "$dir/bin/frontend" --id frontend2 --listen "127.0.0.1:$fe2"
+start_bg frontend1 "$dir/bin/frontend" --id frontend1 --listen "127.0.0.1:$fe1" --admin-listen "127.0.0.1:$a1"
+start_bg frontend2 "$dir/bin/frontend" --id frontend2 --listen "127.0.0.1:$fe2" --admin-listen "127.0.0.1:$a2"
 wait_port "$fe1"
 wait_port "$fe2"
 
@@ -256,6 +256,7 @@ url="http://127.0.0.1:$port/mcp"
   echo "MCPFLEET_CLUSTER_REDIS_PORTS='$redis_ports'"
 } >"$dir/env"
 echo "mcpfleet cluster-ha: $url (2 frontends, 2 workers, 3 NATS nodes, a Redis Cluster of 3 masters and 3 replicas, nginx; logs in $dir)"
+echo "admin (/healthz, /readyz, /metrics): frontends http://127.0.0.1:$a1 http://127.0.0.1:$a2, workers http://127.0.0.1:$w1 http://127.0.0.1:$w2"
 if [ "$cmd" = start ]; then exit 0; fi
 trap 'echo; echo "stopping"; stop; exit 0' INT TERM
 while :; do sleep 1; done

@@ -78,9 +78,9 @@ go build -o "$dir/bin/" ./cmd/frontend ./cmd/worker
 port=${MCPFLEET_CLUSTER_PORT:-8088}
 if [ "$port" = 0 ]; then
   free_port port; free_port nats_port; free_port redis_port
-  free_port fe1; free_port fe2; free_port w1; free_port w2
+  free_port fe1; free_port fe2; free_port w1; free_port w2; free_port a1; free_port a2
 else
-  nats_port=$((port + 10)); redis_port=$((port + 11)); fe1=$((port + 1)); fe2=$((port + 2)); w1=$((port + 21)); w2=$((port + 22))
+  nats_port=$((port + 10)); redis_port=$((port + 11)); fe1=$((port + 1)); fe2=$((port + 2)); w1=$((port + 21)); w2=$((port + 22)); a1=$((port + 23)); a2=$((port + 24))
 fi
 key=${MCPFLEET_STATE_KEY:-$(head -c 32 /dev/urandom | base64)}
 
@@ -111,8 +111,8 @@ export MCPFLEET_DRAIN_DELAY=0
 export MCPFLEET_STATE_KEY=$key MCPFLEET_LOG_FORMAT=json MCPFLEET_ALLOWED_HOSTS=127.0.0.1:$port,localhost:$port
 start_bg worker1 "$dir/bin/worker" --id worker1 --fixture conformance --admin-listen "127.0.0.1:$w1"
 start_bg worker2 "$dir/bin/worker" --id worker2 --fixture conformance --admin-listen "127.0.0.1:$w2"
-start_bg frontend1 "$dir/bin/frontend" --id frontend1 --listen "127.0.0.1:$fe1"
-start_bg frontend2 "$dir/bin/frontend" --id frontend2 --listen "127.0.0.1:$fe2"
+start_bg frontend1 "$dir/bin/frontend" --id frontend1 --listen "127.0.0.1:$fe1" --admin-listen "127.0.0.1:$a1"
+start_bg frontend2 "$dir/bin/frontend" --id frontend2 --listen "127.0.0.1:$fe2" --admin-listen "127.0.0.1:$a2"
 wait_port "$fe1"
 wait_port "$fe2"
 
@@ -176,6 +176,7 @@ MCPFLEET_CLUSTER_NATS=nats://127.0.0.1:$nats_port
 MCPFLEET_CLUSTER_REDIS=redis://127.0.0.1:$redis_port/0
 EOF
 echo "mcpfleet cluster: $url (2 frontends, 2 workers, nats-server, redis-server, nginx; logs in $dir)"
+echo "admin (/healthz, /readyz, /metrics): frontends http://127.0.0.1:$a1 http://127.0.0.1:$a2, workers http://127.0.0.1:$w1 http://127.0.0.1:$w2"
 if [ "$cmd" = start ]; then exit 0; fi
 trap 'echo; echo "stopping"; stop; exit 0' INT TERM
 while :; do sleep 1; done

@@ -29,7 +29,7 @@ trap cleanup EXIT
 if [ -z "$url" ]; then
   go build -o .cache/bin/mcpfleet ./cmd/mcpfleet
   log=.cache/conformance-out/server.log
-  .cache/bin/mcpfleet serve --listen 127.0.0.1:0 --fixture conformance >"$log" 2>&1 &
+  .cache/bin/mcpfleet serve --listen 127.0.0.1:0 --admin-listen off --fixture conformance >"$log" 2>&1 &
   pid=$!
   for _ in $(seq 1 100); do
     url=$(sed -n 's/.*msg="mcpfleet serving" url=\([^ ]*\).*/\1/p' "$log" | head -n1)

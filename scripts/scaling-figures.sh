@@ -10,7 +10,7 @@
 #           `mcpfleet bench`: req/s, and the CPU time per request of each
 #           process (frontend, worker, nats-server, redis-server) from
 #           /proc/<pid>/stat utime+stime before and after, divided by the
-#           tools/call requests the frontend counted (its /metrics); Redis
+#           tools/call requests the frontend counted (its admin /metrics); Redis
 #           commands (INFO commandstats) and NATS messages (/varz) per request;
 #   ops     Redis commands and NATS messages per legacy initialize, per
 #           legacy and modern echo, per resources/subscribe, per GET stream
@@ -207,7 +207,7 @@ up() {
     down
     return 1
   fi
-  start "$name-frontend" "$bin/frontend" --listen 127.0.0.1:0 --drain-delay 0 --log-format text \
+  start "$name-frontend" "$bin/frontend" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 --drain-delay 0 --log-format text \
     --nats-url "nats://127.0.0.1:$NP" --redis-url "$RURL" --drain-timeout 2s "$@"
   FE_PID=$PID
   local m
@@ -217,7 +217,13 @@ up() {
     return 1
   fi
   FE=${m##*url=}
-  METRICS=${FE%/mcp}/metrics
+  # Metrics are on the admin listener, never beside /mcp.
+  if ! m=$(wait_log "$logs/$name-frontend.log" "$PID" 'msg="admin http serving" url=[^ ]+'); then
+    fail "$name: the frontend logged no admin listener; see $logs/$name-frontend.log"
+    down
+    return 1
+  fi
+  METRICS=${m##*url=}/metrics
 }
 down() {
   stop ${FE_PID:-} ${WORKER_PID:-}
@@ -500,7 +506,7 @@ fi
 # ---------------------------------------------------------------- memory
 part memory && echo "== memory: idle legacy sessions (n=$N, after as many warm-up sessions)"
 if part memory && up mem-sessions; then
-  timeout -k 5 120 "$bin/mcpfleet" bench -json -scale sessions -n "$N" -settle 1s -url "$FE" -pid "$FE_PID" -redis "$RURL" \
+  timeout -k 5 120 "$bin/mcpfleet" bench -json -scale sessions -n "$N" -settle 1s -url "$FE" -pid "$FE_PID" -metrics "$METRICS" -redis "$RURL" \
     >"$OUT/sessions.json" || fail "-scale sessions exited with status $?"
   r=$(cat "$OUT/sessions.json")
   put "mem.session.ok" "$(jnum ok <<<"$r")"
@@ -514,7 +520,7 @@ fi
 
 part memory && echo "== memory: idle listen streams (n=$N)"
 if part memory && up mem-listens --max-listen-subscriptions 0; then
-  timeout -k 5 120 "$bin/mcpfleet" bench -json -scale listens -n "$N" -settle 1s -url "$FE" -pid "$FE_PID" \
+  timeout -k 5 120 "$bin/mcpfleet" bench -json -scale listens -n "$N" -settle 1s -url "$FE" -pid "$FE_PID" -metrics "$METRICS" \
     >"$OUT/listens.json" || fail "-scale listens exited with status $?"
   r=$(cat "$OUT/listens.json")
   put "mem.listen.open" "$(jnum open <<<"$r")"

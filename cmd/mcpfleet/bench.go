@@ -62,7 +62,7 @@ func runBench(args []string) int {
 		n        = fs.Int("n", 0, "scale: number of sessions or streams (default 1000 sessions, 10000 streams)")
 		events   = fs.Int("events", 20, "fanout: touch_resource events")
 		uri      = fs.String("uri", loadgen.DefaultFanOutURI, "listens/fanout: resource URI the streams subscribe to")
-		metrics  = fs.String("metrics", "", "scale: Prometheus URLs whose go_goroutines are compared (default: /metrics beside each -url)")
+		metrics  = fs.String("metrics", "", "scale: Prometheus URLs whose go_goroutines are compared: the processes' admin listeners, e.g. http://127.0.0.1:9090/metrics (default: none, goroutines not measured)")
 		redisURL = fs.String("redis", "", "sessions: Redis URL whose used_memory is compared (redis://127.0.0.1:6379)")
 		settle   = fs.Duration("settle", 2*time.Second, "scale: pause before the 'after' sample")
 		warmSess = fs.Int("warmup-sessions", 0, "sessions: idle sessions opened before the 'before' sample (0: as many as -n; -1: none)")

@@ -25,7 +25,7 @@ import (
 func TestWorkerStoppedMidCall(t *testing.T) {
 	c := testenv.StartCluster(t, testenv.ClusterOptions{Frontends: 1, Workers: 1, WorkerArgs: []string{"--admin-listen", "127.0.0.1:0"}})
 	w := c.Workers[0]
-	admin := w.WaitLog(t, regexp.MustCompile(`msg="admin http serving" url=(\S+)`), 10*time.Second)
+	admin := w.AdminURL(t)
 	cl := testenv.NewClient(t, c.URLs[0])
 	cl.Initialize(nil)
 	s := cl.PostStream(testenv.Request(1, "tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 1500}, "_meta": map[string]any{"progressToken": 1}}), nil)
@@ -66,7 +66,7 @@ func TestWorkerStoppedMidCall(t *testing.T) {
 func TestRedisBlackholed(t *testing.T) {
 	c := testenv.StartCluster(t, testenv.ClusterOptions{Frontends: 1, Workers: 1, Persistent: true})
 	url := c.URLs[0]
-	base := strings.TrimSuffix(url, "/mcp")
+	base := c.Frontends[0].AdminURL(t)
 	cl := testenv.NewClient(t, url)
 	cl.Initialize(nil)
 	cl.Call(1, "tools/call", callParams("echo", map[string]any{"text": "before"}))
@@ -126,8 +126,9 @@ func TestRedisBlackholed(t *testing.T) {
 	}
 }
 
-// sample reads one unlabelled sample from the /metrics of the HTTP server
-// at base (scheme://host:port); a sample that is not there fails the test.
+// sample reads one unlabelled sample from the /metrics of the admin
+// listener at base (scheme://host:port); a sample that is not there fails
+// the test.
 func sample(t *testing.T, base, name string) float64 {
 	t.Helper()
 	text := scrape(t, base)

@@ -34,8 +34,8 @@ func streamHolder(t *testing.T, c *testenv.Cluster, kind string) int {
 	want := `mcpfleet_frontend_open_streams{kind="` + kind + `"} 1`
 	holder := -1
 	testutil.PollFor(t, testenv.HangGuard(5*time.Second), "a frontend to report an open "+kind+" stream", func() bool {
-		for i, u := range c.URLs {
-			resp, err := http.Get(strings.TrimSuffix(u, "/mcp") + "/metrics")
+		for i, fe := range c.Frontends {
+			resp, err := http.Get(fe.AdminURL(t) + "/metrics")
 			if err != nil {
 				continue
 			}
@@ -290,7 +290,7 @@ func TestStalledReader(t *testing.T) {
 	defer conn.Close()
 	fmt.Fprintf(conn, "GET /mcp HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\nMcp-Session-Id: %s\r\n\r\n", host, stalled.SessionID)
 	testutil.Poll(t, "the stalled GET stream to be registered", func() bool {
-		return metric(t, scrape(t, strings.TrimSuffix(c.URLs[0], "/mcp")), `mcpfleet_frontend_open_streams{kind="get"}`) >= 2
+		return metric(t, scrape(t, c.Frontends[0].AdminURL(t)), `mcpfleet_frontend_open_streams{kind="get"}`) >= 2
 	})
 
 	nc, err := nats.Connect(c.NATSURL)
@@ -330,7 +330,7 @@ func TestStalledReader(t *testing.T) {
 				t.Fatalf("the reading client stalled at %d events", got)
 			}
 		}
-		if droppedGet(t, c.URLs[0]) > 0 {
+		if droppedGet(t, c.Frontends[0].AdminURL(t)) > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -344,9 +344,10 @@ func TestStalledReader(t *testing.T) {
 	}
 }
 
-func droppedGet(t *testing.T, url string) float64 {
+// droppedGet reads the dropped GET streams of the admin listener at admin.
+func droppedGet(t *testing.T, admin string) float64 {
 	t.Helper()
-	resp, err := http.Get(strings.TrimSuffix(url, "/mcp") + "/metrics")
+	resp, err := http.Get(admin + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -102,7 +102,7 @@ func startHandlersRig(t *testing.T, srv *mcp.Server, wo worker.Options, fo front
 		defer cancel()
 		_ = fe.Shutdown(ctx)
 	})
-	hs := httptest.NewServer(fe.Router("/mcp", nil))
+	hs := httptest.NewServer(fe.Router("/mcp"))
 	t.Cleanup(func() { hs.CloseClientConnections(); hs.Close() })
 	return hs.URL + "/mcp"
 }

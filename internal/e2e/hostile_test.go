@@ -94,17 +94,18 @@ func (tb *hostileTable) log(t *testing.T, title string) {
 // The server under attack.
 
 type hostileServer struct {
-	proc *testenv.Proc
-	url  string // the MCP endpoint
-	base string // http://host:port
-	host string // host:port
+	proc  *testenv.Proc
+	url   string // the MCP endpoint
+	base  string // http://host:port
+	host  string // host:port
+	admin string // the admin listener: http://host:port
 }
 
 func startHostileServer(t *testing.T, args ...string) *hostileServer {
 	t.Helper()
 	p, u := testenv.StartMCPFleet(t, append([]string{"--fixture", "conformance"}, args...)...)
 	base := strings.TrimSuffix(u, "/mcp")
-	return &hostileServer{proc: p, url: u, base: base, host: strings.TrimPrefix(base, "http://")}
+	return &hostileServer{proc: p, url: u, base: base, host: strings.TrimPrefix(base, "http://"), admin: p.AdminURL(t)}
 }
 
 var hostilePanicRE = regexp.MustCompile(`(?i)panic|fatal error|\[recovery\]`)
@@ -122,7 +123,7 @@ func (s *hostileServer) assertHealthy(t *testing.T) {
 		t.Errorf("the server logged a panic:\n%s", log[from:to])
 	}
 	hc := &http.Client{Timeout: 5 * time.Second}
-	resp, err := hc.Get(s.base + "/healthz")
+	resp, err := hc.Get(s.admin + "/healthz")
 	if err != nil {
 		t.Fatalf("/healthz: %v", err)
 	}
@@ -181,7 +182,7 @@ func hostileMiB(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<
 func (s *hostileServer) scrape(t *testing.T) string {
 	t.Helper()
 	hc := &http.Client{Timeout: 5 * time.Second}
-	resp, err := hc.Get(s.base + "/metrics")
+	resp, err := hc.Get(s.admin + "/metrics")
 	if err != nil {
 		t.Fatalf("/metrics: %v", err)
 	}

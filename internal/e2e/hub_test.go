@@ -195,7 +195,7 @@ func (w noHijack) Flush() { w.ResponseWriter.(http.Flusher).Flush() }
 
 func TestListenHubFallback(t *testing.T) {
 	ip := testenv.StartInProc(t, testenv.InProcOptions{})
-	h := ip.Frontend.Router("/mcp", nil)
+	h := ip.Frontend.Router("/mcp")
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(noHijack{w}, r)
 	}))

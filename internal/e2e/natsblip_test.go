@@ -148,7 +148,7 @@ func testNATSBlip(t *testing.T, bc blipCase) {
 	var healed time.Time
 	if bc.hold {
 		testutil.PollFor(t, testenv.HangGuard(10*time.Second), "A to be not ready after losing node 1", func() bool {
-			return readyStatus(t, urlA) == http.StatusServiceUnavailable
+			return readyStatus(t, procA) == http.StatusServiceUnavailable
 		})
 	}
 	for i := k; i < k+n; i++ {
@@ -166,7 +166,7 @@ func testNATSBlip(t *testing.T, bc blipCase) {
 		t.Fatalf("A reconnected to %s, want the relay to node 2 or 3 (%q)", at, aURLs[1:])
 	}
 	testutil.PollFor(t, testenv.HangGuard(20*time.Second), "A to be ready again", func() bool {
-		return readyStatus(t, urlA) == http.StatusOK
+		return readyStatus(t, procA) == http.StatusOK
 	})
 	readyAt := time.Now()
 	for i := k + n; i < k+n+m; i++ {

@@ -108,10 +108,11 @@ func (r *relay) Close() {
 	r.wg.Wait()
 }
 
-// readyStatus is the HTTP status of a frontend's /readyz.
-func readyStatus(t *testing.T, mcpURL string) int {
+// readyStatus is the HTTP status of a frontend's /readyz (on its admin
+// listener).
+func readyStatus(t *testing.T, fe *testenv.Proc) int {
 	t.Helper()
-	resp, err := http.Get(strings.TrimSuffix(mcpURL, "/mcp") + "/readyz")
+	resp, err := http.Get(fe.AdminURL(t) + "/readyz")
 	if err != nil {
 		t.Fatalf("readyz: %v", err)
 	}
@@ -145,7 +146,7 @@ func TestNATSLossOnFrontend(t *testing.T) {
 	const n, m = 20, 20
 	c := testenv.StartCluster(t, testenv.ClusterOptions{Frontends: 1, Workers: 1})
 	rl := startRelay(t, strings.TrimPrefix(c.NATSURL, "nats://"))
-	_, urlA := testenv.StartFrontend(t, rl.URL(), c.RedisURL)
+	feA, urlA := testenv.StartFrontend(t, rl.URL(), c.RedisURL)
 	urlB := c.URLs[0]
 	uri := func(i int) string { return fmt.Sprintf("test://natsloss/%d", i) }
 	const sentinel = "test://natsloss/sentinel"
@@ -203,7 +204,7 @@ func TestNATSLossOnFrontend(t *testing.T) {
 		t.Fatalf("A's listen stream ended without its result: %+v", gotL)
 	}
 	streamsEnded := time.Since(cutAt)
-	if s := readyStatus(t, urlA); s != http.StatusServiceUnavailable {
+	if s := readyStatus(t, feA); s != http.StatusServiceUnavailable {
 		t.Fatalf("A's /readyz after the cut: %d, want 503", s)
 	}
 	start := time.Now()
@@ -236,7 +237,7 @@ func TestNATSLossOnFrontend(t *testing.T) {
 	}
 	rl.Heal()
 	testutil.PollFor(t, testenv.HangGuard(20*time.Second), "A to be ready again", func() bool {
-		return readyStatus(t, urlA) == http.StatusOK
+		return readyStatus(t, feA) == http.StatusOK
 	})
 	for i := n; i < n+m; i++ {
 		touch(toucher, i, uri(i))

@@ -185,7 +185,7 @@ func TestNATSNodeKilledUnderLoad(t *testing.T) {
 	reA := feA.WaitLog(t, reconnectedRE, 20*time.Second)
 	reW := w1.WaitLog(t, reconnectedRE, 20*time.Second)
 	testutil.PollFor(t, testenv.HangGuard(20*time.Second), "A to be ready again", func() bool {
-		return readyStatus(t, urls[0]) == http.StatusOK
+		return readyStatus(t, feA) == http.StatusOK
 	})
 	readyA := time.Since(kill)
 	reconnA, reconnW := reconnectedAfter(feA, kill), reconnectedAfter(w1, kill)

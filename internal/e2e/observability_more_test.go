@@ -55,8 +55,8 @@ func waitStatus(t *testing.T, url string, want int, contains string, timeout tim
 func TestReadyzRedisDown(t *testing.T) {
 	_, natsURL := testenv.StartNATSServer(t)
 	redisProc, redisURL := testenv.StartRedisServer(t)
-	_, url := testenv.StartFrontend(t, natsURL, redisURL)
-	base := strings.TrimSuffix(url, "/mcp")
+	fe, _ := testenv.StartFrontend(t, natsURL, redisURL)
+	base := fe.AdminURL(t)
 
 	waitStatus(t, base+"/readyz", 200, "ready", 10*time.Second)
 	redisProc.Stop(5 * time.Second)
@@ -72,11 +72,11 @@ func TestReadyzRedisDown(t *testing.T) {
 // "block", that runs until the test releases it (sending one progress
 // notification first when the client asked for progress, so its response
 // becomes an SSE stream), and whose frontend records metrics served, with
-// /readyz, by Router at URL.
+// /readyz, by its Admin handler at Base (Router serves URL).
 type gaugeFrontend struct {
 	ip      *testenv.InProc
 	URL     string // the MCP endpoint
-	Base    string // /readyz, /metrics
+	Base    string // the admin endpoints: /readyz, /metrics
 	entered chan struct{}
 	release chan struct{}
 }
@@ -101,12 +101,14 @@ func startGaugeFrontend(t *testing.T) *gaugeFrontend {
 	}
 	reg := prometheus.NewRegistry()
 	g.ip = testenv.StartInProc(t, testenv.InProcOptions{Server: s, Frontend: frontend.Options{Metrics: frontend.NewMetrics(reg, nil)}})
-	hs := httptest.NewServer(g.ip.Frontend.Router("/mcp", promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
+	hs := httptest.NewServer(g.ip.Frontend.Router("/mcp"))
+	admin := httptest.NewServer(g.ip.Frontend.Admin(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 	t.Cleanup(func() {
 		hs.CloseClientConnections()
 		hs.Close()
+		admin.Close()
 	})
-	g.Base, g.URL = hs.URL, hs.URL+"/mcp"
+	g.Base, g.URL = admin.URL, hs.URL+"/mcp"
 	t.Cleanup(g.unblock)
 	return g
 }

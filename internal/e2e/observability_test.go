@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -48,10 +47,10 @@ func status(t *testing.T, url string) int {
 }
 
 // TestObservability checks /metrics, /healthz and /readyz of a frontend and
-// a worker.
+// a worker, on their admin listeners.
 func TestObservability(t *testing.T) {
-	c := testenv.StartCluster(t, testenv.ClusterOptions{Frontends: 1, WorkerArgs: []string{"--admin-listen", "127.0.0.1:0"}})
-	fe := strings.TrimSuffix(c.URLs[0], "/mcp")
+	c := testenv.StartCluster(t, testenv.ClusterOptions{Frontends: 1})
+	fe := c.Frontends[0].AdminURL(t)
 	cl := testenv.NewClient(t, c.URLs...)
 	cl.Initialize(nil)
 	for i := 0; i < 3; i++ {
@@ -91,21 +90,18 @@ func TestObservability(t *testing.T) {
 		t.Fatal("healthz/readyz of a healthy frontend")
 	}
 	// The worker's endpoints.
-	addr := regexp.MustCompile(`msg="admin http serving" url=(\S+)`).FindStringSubmatch(c.Workers[0].Log())
-	if addr == nil {
-		t.Fatal("the worker did not log its http address")
-	}
-	wtext := scrape(t, addr[1])
+	w := c.Workers[0].AdminURL(t)
+	wtext := scrape(t, w)
 	if v := metric(t, wtext, `mcpfleet_worker_requests_total{method="tools/call",outcome="ok"}`); v < 3 {
 		t.Errorf("worker tools/call ok = %v", v)
 	}
-	if status(t, addr[1]+"/readyz") != 200 {
+	if status(t, w+"/readyz") != 200 {
 		t.Fatal("readyz of a healthy worker")
 	}
 	// Without NATS both are not ready, and alive.
 	c.NATS.Kill()
 	testutil.PollFor(t, testenv.HangGuard(5*time.Second), "readyz to answer 503 without NATS", func() bool {
-		return status(t, fe+"/readyz") == 503 && status(t, addr[1]+"/readyz") == 503
+		return status(t, fe+"/readyz") == 503 && status(t, w+"/readyz") == 503
 	})
 	if status(t, fe+"/healthz") != 200 {
 		t.Fatal("healthz of a frontend without NATS")

@@ -149,7 +149,7 @@ func TestVersionStamped(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "9.9.9-stamped") {
 		t.Fatalf("--version: %v %s", err, out)
 	}
-	p := testenv.Start(t, "mcpfleet", bin, "serve", "--listen", "127.0.0.1:0")
+	p := testenv.Start(t, "mcpfleet", bin, "serve", "--listen", "127.0.0.1:0", "--admin-listen", "off")
 	u := p.WaitLog(t, testenv.ServingRE, 20*time.Second)
 	c := testenv.NewClient(t, u)
 	var res struct {

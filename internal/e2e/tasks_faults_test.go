@@ -172,7 +172,7 @@ func startRigOn(t *testing.T, e *bus.Embedded, srv *mcp.Server, workerURL string
 		defer cancel()
 		_ = fe.Shutdown(ctx)
 	})
-	hs := httptest.NewServer(fe.Router("/mcp", nil))
+	hs := httptest.NewServer(fe.Router("/mcp"))
 	t.Cleanup(func() { hs.CloseClientConnections(); hs.Close() })
 	return &rig{url: hs.URL + "/mcp", store: st, e: e}
 }

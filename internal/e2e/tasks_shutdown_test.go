@@ -70,7 +70,7 @@ func TestTaskFrontendShutdownKeepsWrites(t *testing.T) {
 			defer cancel()
 			_ = fe.Shutdown(ctx)
 		})
-		hs := httptest.NewServer(fe.Router("/mcp", nil))
+		hs := httptest.NewServer(fe.Router("/mcp"))
 		t.Cleanup(hs.Close)
 		urls = append(urls, hs.URL+"/mcp")
 		fes = append(fes, fe)

@@ -217,7 +217,7 @@ func TestHello(t *testing.T) {
 		}
 	})
 	t.Run("serve", func(t *testing.T) {
-		p := testenv.Start(t, "hello", bin, "serve", "--listen", "127.0.0.1:0")
+		p := testenv.Start(t, "hello", bin, "serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0")
 		url := p.WaitLog(t, testenv.ServingRE, 20*time.Second)
 		for _, era := range eras {
 			greet(t, connect(t, url, era.opts, &events{}))

@@ -114,7 +114,7 @@ func countWithProgress(t *testing.T, cs *mcp.ClientSession, e *events, tok strin
 func TestOutsideModule(t *testing.T) {
 	bin := buildOutside(t)
 	t.Run("serve", func(t *testing.T) {
-		p := testenv.Start(t, "outside", bin, "serve", "--listen", "127.0.0.1:0")
+		p := testenv.Start(t, "outside", bin, "serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0")
 		url := p.WaitLog(t, testenv.ServingRE, 20*time.Second)
 		for _, era := range eras {
 			e := &events{}

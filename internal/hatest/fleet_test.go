@@ -144,7 +144,8 @@ cluster {
 		// --keepalive 1s: a GET stream that goes silent for a few seconds
 		// is dead, and the clients here take it so (see follower).
 		args := append([]string{"--listen", addr, "--nats-url", f.natsURL, "--redis-url", f.redisURL, "--log-format", "text",
-			"--drain-delay", "0", "--allowed-hosts", addr, "--keepalive", "1s", "--id", h.Name}, o.bus...)
+			"--drain-delay", "0", "--allowed-hosts", addr, "--keepalive", "1s", "--id", h.Name,
+			"--admin-listen", fmt.Sprintf("%s:%d", h.Addr, adminPort)}, o.bus...)
 		p := h.Start(fmt.Sprintf("frontend %s", h.Name), filepath.Join(bins, "frontend"), args...)
 		url := p.WaitLog(t, testenv.ServingRE, 20*time.Second)
 		f.feP = append(f.feP, p)
@@ -298,8 +299,8 @@ func metric(base, name string) float64 {
 	return v
 }
 
-// feBase is frontend i's base URL (its metrics are beside /mcp).
-func (f *fleet) feBase(i int) string { return strings.TrimSuffix(f.feURL[i], "/mcp") }
+// feAdmin is frontend i's admin base URL (its metrics).
+func (f *fleet) feAdmin(i int) string { return fmt.Sprintf("http://%s:%d", f.fe[i].Addr, adminPort) }
 
 // wkAdmin is worker i's admin base URL.
 func (f *fleet) wkAdmin(i int) string { return fmt.Sprintf("http://%s:%d", f.wk[i].Addr, adminPort) }

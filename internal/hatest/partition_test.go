@@ -290,7 +290,7 @@ func TestFrontendNATSLossy(t *testing.T) {
 	l := startLoad(t, f, o)
 	begin := time.Now()
 	runFor(t, l, 2*time.Second)
-	goroutinesBefore := metric(f.feBase(0), "go_goroutines")
+	goroutinesBefore := metric(f.feAdmin(0), "go_goroutines")
 
 	impairAt := time.Now()
 	f.topo.Netem(f.fe[0], "loss 30% delay 100ms", f.nats...)
@@ -298,7 +298,7 @@ func TestFrontendNATSLossy(t *testing.T) {
 	ticker := time.NewTicker(500 * time.Millisecond)
 	for range 30 { // 15 s of impairment, sampling fe1's goroutines
 		<-ticker.C
-		peak = max(peak, metric(f.feBase(0), "go_goroutines"))
+		peak = max(peak, metric(f.feAdmin(0), "go_goroutines"))
 	}
 	ticker.Stop()
 	clearAt := time.Now()
@@ -308,7 +308,7 @@ func TestFrontendNATSLossy(t *testing.T) {
 	end := time.Now()
 	var goroutinesAfter float64
 	testutil.PollFor(t, testenv.HangGuard(30*time.Second), "fe1's goroutines to settle", func() bool {
-		goroutinesAfter = metric(f.feBase(0), "go_goroutines")
+		goroutinesAfter = metric(f.feAdmin(0), "go_goroutines")
 		return goroutinesAfter <= goroutinesBefore+20
 	})
 

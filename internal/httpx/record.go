@@ -50,6 +50,11 @@ type Record struct {
 	// Remote is the client's address (the request's RemoteAddr: behind a
 	// proxy, the proxy's).
 	Remote string
+	// Op is the metrics' hold on the exchange's operation while it is
+	// counted in flight (package frontend/metrics sets it once the
+	// request's method and target are known, and clears it at the end);
+	// nil for an exchange that is no operation.
+	Op any
 
 	outcome string
 }

@@ -259,7 +259,7 @@ func TestScaleHelpers(t *testing.T) {
 	if s.OK != 30 || len(s.Errors) != 0 || s.RSSPerItemKiB == nil {
 		t.Fatalf("sessions: %+v", s)
 	}
-	// The in-process frontend has no /metrics: said so, not fatal.
+	// No metrics URL: said so, not fatal.
 	if s.GoroutinesPer != nil || len(s.Notes) == 0 {
 		t.Errorf("goroutines without /metrics: %+v", s.Footprint)
 	}
@@ -310,9 +310,6 @@ func TestMetricsAndRedisProbes(t *testing.T) {
 		io.WriteString(w, "# HELP go_goroutines x\n# TYPE go_goroutines gauge\ngo_goroutines_total 9\ngo_goroutines 42\n")
 	}))
 	defer hs.Close()
-	if m := loadgen.MetricsURL(hs.URL + "/mcp"); m != hs.URL+"/metrics" {
-		t.Fatalf("MetricsURL = %q", m)
-	}
 	g, err := loadgen.Goroutines(context.Background(), hs.URL+"/metrics")
 	if err != nil || g != 42 {
 		t.Fatalf("goroutines %d %v", g, err)

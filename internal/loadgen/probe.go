@@ -13,16 +13,6 @@ import (
 	"time"
 )
 
-// MetricsURL returns the /metrics URL beside an MCP endpoint (same scheme
-// and host), where mcpfleet frontends export Prometheus metrics.
-func MetricsURL(mcpURL string) string {
-	u, err := url.Parse(mcpURL)
-	if err != nil {
-		return ""
-	}
-	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/metrics"}).String()
-}
-
 // Goroutines reads the go_goroutines gauge from a Prometheus /metrics URL
 // (loopback only).
 func Goroutines(ctx context.Context, metricsURL string) (int64, error) {

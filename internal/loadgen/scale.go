@@ -63,7 +63,8 @@ type ScaleConfig struct {
 	// PIDs are the processes whose RSS is compared before and after.
 	PIDs []int
 	// MetricsURLs are Prometheus endpoints whose go_goroutines are summed
-	// before and after; empty means the /metrics beside each URL.
+	// before and after: the processes' admin listeners (/metrics is never
+	// beside the MCP endpoint); empty means goroutines are not measured.
 	MetricsURLs []string
 	// RedisURL, when set, is the Redis whose used_memory is compared
 	// (sessions only).
@@ -116,15 +117,6 @@ func (c *ScaleConfig) defaults(n, par int) error {
 	if c.Gap <= 0 {
 		c.Gap = 100 * time.Millisecond
 	}
-	if len(c.MetricsURLs) == 0 {
-		seen := map[string]bool{}
-		for _, u := range c.URLs {
-			if m := MetricsURL(u); m != "" && !seen[m] {
-				seen[m] = true
-				c.MetricsURLs = append(c.MetricsURLs, m)
-			}
-		}
-	}
 	for _, m := range c.MetricsURLs {
 		if err := checkURL(m); err != nil {
 			return err
@@ -167,7 +159,9 @@ func takeSample(ctx context.Context, c *ScaleConfig, fp *Footprint, when string)
 			fp.Notes = append(fp.Notes, fmt.Sprintf("RSS %s: %v", when, err))
 		}
 	}
-	if len(c.MetricsURLs) > 0 {
+	if len(c.MetricsURLs) == 0 {
+		fp.Notes = append(fp.Notes, fmt.Sprintf("goroutines %s: not measured (no metrics URL: the admin listeners' /metrics)", when))
+	} else {
 		var sum int64
 		ok := true
 		for _, m := range c.MetricsURLs {

@@ -278,7 +278,7 @@ func StartInProc(tb testing.TB, opts InProcOptions) *InProc {
 	if err := fe.Start(ctx); err != nil {
 		tb.Fatal(err)
 	}
-	hs := httptest.NewServer(fe.Router("/mcp", nil))
+	hs := httptest.NewServer(fe.Router("/mcp"))
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

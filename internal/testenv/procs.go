@@ -309,23 +309,43 @@ func startRedisDir(tb testing.TB, bin, dir string, port int) (*Proc, string) {
 
 var ServingRE = regexp.MustCompile(`msg="mcpfleet serving" url=(\S+)`)
 
+// AdminRE matches the log line of a process's admin listener (text logs).
+var AdminRE = regexp.MustCompile(`msg="admin http serving" url=(\S+)`)
+
+// AdminURL returns the base URL (http://host:port) of the process's admin
+// listener (/healthz, /readyz, /metrics), waiting until it is logged. The
+// processes StartMCPFleet, StartFrontend and StartWorker start have one
+// on a port of their own unless their args say --admin-listen off.
+func (p *Proc) AdminURL(tb testing.TB) string {
+	tb.Helper()
+	return p.WaitLog(tb, AdminRE, 20*time.Second)
+}
+
+// adminArgs are the flags every mcpfleet process a test starts gets
+// first: an admin listener on a port of its own (the serve role's default
+// address is one fixed port, which processes started side by side cannot
+// share), which args given after may change.
+var adminArgs = []string{"--admin-listen", "127.0.0.1:0"}
+
 // StartMCPFleet runs the all-in-one binary with extra args on a free port
-// and returns the process and the MCP endpoint URL.
+// (its admin listener too: AdminURL) and returns the process and the MCP
+// endpoint URL.
 func StartMCPFleet(tb testing.TB, args ...string) (*Proc, string) {
 	tb.Helper()
 	bin := filepath.Join(Binaries(tb), "mcpfleet")
-	p := Start(tb, "mcpfleet", bin, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	p := Start(tb, "mcpfleet", bin, append(append([]string{"serve", "--listen", "127.0.0.1:0"}, adminArgs...), args...)...)
 	return p, p.WaitLog(tb, ServingRE, 20*time.Second)
 }
 
-// StartFrontend runs a frontend process and returns it and its endpoint URL.
+// StartFrontend runs a frontend process (with an admin listener:
+// AdminURL) and returns it and its endpoint URL.
 func StartFrontend(tb testing.TB, natsURL, redisURL string, args ...string) (*Proc, string) {
 	tb.Helper()
 	bin := filepath.Join(Binaries(tb), "frontend")
 	// Text logs: the tests read them with regular expressions.
 	// No lame-duck delay unless a test asks for one (--drain-delay in
 	// args): nothing here routes by readiness.
-	p := Start(tb, "frontend", bin, append([]string{"--listen", "127.0.0.1:0", "--nats-url", natsURL, "--redis-url", redisURL, "--log-format", "text", "--drain-delay", "0"}, args...)...)
+	p := Start(tb, "frontend", bin, append(append([]string{"--listen", "127.0.0.1:0", "--nats-url", natsURL, "--redis-url", redisURL, "--log-format", "text", "--drain-delay", "0"}, adminArgs...), args...)...)
 	return p, p.WaitLog(tb, ServingRE, 20*time.Second)
 }
 
@@ -344,10 +364,11 @@ func StartWorker(tb testing.TB, natsURL string, args ...string) *Proc {
 
 // StartWorkerCommand runs command (a binary and its first arguments: an
 // example's binary and "worker", say) as a worker on natsURL with
-// StateKey and args, and waits until it serves.
+// StateKey, an admin listener (AdminURL) and args, and waits until it
+// serves.
 func StartWorkerCommand(tb testing.TB, command []string, natsURL string, args ...string) *Proc {
 	tb.Helper()
-	full := append(append(command[1:len(command):len(command)], "--nats-url", natsURL, "--log-format", "text", "--state-key", StateKey), args...)
+	full := append(append(append(command[1:len(command):len(command)], "--nats-url", natsURL, "--log-format", "text", "--state-key", StateKey), adminArgs...), args...)
 	p := Start(tb, "worker", command[0], full...)
 	p.WaitLog(tb, workerRE, 20*time.Second)
 	return p

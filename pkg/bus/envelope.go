@@ -30,6 +30,12 @@ type RequestHeader struct {
 	// the whole JSON-RPC message.
 	Method string      `json:"m,omitempty"`
 	ID     protocol.ID `json:"id,omitzero"`
+	// Target is what the request addresses, as the frontend decoded it
+	// from the params' head: the tool of tools/call, the prompt of
+	// prompts/get, the URI of resources/read, subscribe and unsubscribe
+	// ("" otherwise). The worker's metrics label the request by it
+	// without decoding the params a second time.
+	Target string `json:"tg,omitempty"`
 	// Frontend and Stream name the stream waiting for the frames; the
 	// reply subject is Subjects.Stream(Frontend, Stream).
 	Frontend string `json:"fe"`

@@ -444,3 +444,20 @@ func (s *snapshot) poolFor(uri string) string {
 	}
 	return ""
 }
+
+// HasTool and HasPrompt report whether the union of the live pools'
+// catalogs offers the tool or prompt (a binary search; no allocation).
+func (v *View) HasTool(name string) bool { return v.snap.Load().cat.HasTool(name) }
+
+// HasPrompt: see HasTool.
+func (v *View) HasPrompt(name string) bool { return v.snap.Load().cat.HasPrompt(name) }
+
+// ResourceLabel names uri by the union of the live pools' catalogs, for
+// metric labels the catalog bounds: uri itself for a static resource, the
+// URI template it matches for a template's resource; ok is false for
+// anything else (see mcp.Catalog.ResourceLabel: the answers are cached
+// with the snapshot of the union, so a repeated URI costs a map lookup
+// and no allocation, and a change of the pools starts afresh).
+func (v *View) ResourceLabel(uri string) (label string, ok bool) {
+	return v.snap.Load().cat.ResourceLabel(uri)
+}

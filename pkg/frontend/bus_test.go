@@ -74,7 +74,7 @@ func TestBusLossAndRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ls.Close()
-	srv := httptest.NewServer(f.Router("/mcp", nil))
+	srv := httptest.NewServer(f.Router("/mcp"))
 	defer srv.Close()
 
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)

@@ -83,6 +83,7 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 	if err := opts.resolve(); err != nil {
 		return nil, err
 	}
+	opts.Store = opts.Metrics.InstrumentStore(opts.Store) // every store call timed
 	hc, err := origin.New(opts.AllowedHosts, opts.AllowedOrigins)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
@@ -104,7 +105,7 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 	}
 	f.reg = listen.New(nc, listen.Options{
 		Subjects: opts.Subjects, Buffer: opts.StreamBuffer,
-		MaxListen: opts.MaxListen, MaxListenPerClient: perClient, Logger: f.log,
+		MaxListen: opts.MaxListen, MaxListenPerClient: perClient, Logger: f.log, Metrics: opts.Metrics,
 	})
 	if f.fleet, err = fleet.NewView(nc, fleet.ViewOptions{Subjects: opts.Subjects, Logger: f.log, ListChanged: f.reg.ListChanged}); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)

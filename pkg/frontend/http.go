@@ -148,6 +148,7 @@ func (f *Frontend) servePost(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	noteTarget(rec, msg.Method, &head)
+	f.beginOperation(w, msg)
 	if f.eraOf(r, msg, &head) == protocol.EraLegacy {
 		f.postLegacy(w, r, msg, &head, body)
 		return

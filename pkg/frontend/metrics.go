@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"github.com/mcpfleet/mcpfleet/pkg/frontend/metrics"
+	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -9,7 +10,7 @@ import (
 type Metrics = metrics.Metrics
 
 // NewMetrics creates the metrics and registers them on reg; sessions, when
-// non-nil, reports the number of live sessions.
-func NewMetrics(reg prometheus.Registerer, sessions func() int) *Metrics {
+// non-nil, is the store whose live sessions the sessions gauge reports.
+func NewMetrics(reg prometheus.Registerer, sessions sessionstore.Counter) *Metrics {
 	return metrics.New(reg, sessions)
 }

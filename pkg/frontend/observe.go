@@ -22,7 +22,7 @@ func (f *Frontend) observeStart(r *http.Request, rec *httpx.Record) *http.Reques
 // done: the metrics, the access log.
 func (f *Frontend) observeEnd(rec *httpx.Record) {
 	f.metrics.InflightAdd(-1)
-	f.metrics.Observe(rec.Method, rec.Outcome(), rec.Start)
+	f.metrics.Observe(rec)
 	f.accessLog(rec)
 }
 

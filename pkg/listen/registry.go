@@ -41,6 +41,19 @@ type Options struct {
 	// Logger receives the registry's messages.
 	// default: slog.Default()
 	Logger *slog.Logger
+	// Metrics counts what the registry delivers to listen streams (kind
+	// "listen") and the messages a stream's full buffer refused (reason
+	// "slow_reader"). Its methods are called under the registry's lock
+	// and must not block.
+	// default: none (nothing counted)
+	Metrics Metrics
+}
+
+// Metrics receives a registry's delivery counts (the frontend's
+// metrics).
+type Metrics interface {
+	EventsFannedOut(kind string, n int)
+	MessageDropped(reason string)
 }
 
 // ErrInvalidOptions is wrapped by every error about Options: what
@@ -183,20 +196,35 @@ func (s *stream) wake() {
 	}
 }
 
-// offer hands msg to the stream without blocking; a full buffer ends it.
-func (s *stream) offer(msg []byte) bool {
+// offer hands msg to the stream without blocking and reports whether it
+// took it; a full buffer ends it (dropped: the message was refused for a
+// slow reader, not for a stream already ended).
+func (s *stream) offer(msg []byte) (ok, dropped bool) {
 	select {
 	case <-s.done:
-		return false
+		return false, false
 	default:
 	}
 	select {
 	case s.ch <- msg:
 		s.wake()
-		return true
+		return true, false
 	default:
 		s.end(ReasonSlow)
-		return false
+		return false, true
+	}
+}
+
+// offerListen offers msg to listen stream l and counts what became of it;
+// the caller holds r.mu.
+func (r *Registry) offerListen(l *ListenStream, msg []byte) {
+	ok, dropped := l.offer(msg)
+	switch m := r.opts.Metrics; {
+	case m == nil:
+	case ok:
+		m.EventsFannedOut("listen", 1)
+	case dropped:
+		m.MessageDropped("slow_reader")
 	}
 }
 
@@ -305,7 +333,7 @@ func (r *Registry) ListChanged(kind string) {
 	}
 	for _, l := range r.listens {
 		if wants(&l.filter) {
-			l.offer(l.tag(method, ""))
+			r.offerListen(l, l.tag(method, ""))
 		}
 	}
 }
@@ -346,7 +374,7 @@ func (r *Registry) onResourceUpdated(uri string) {
 		return
 	}
 	for l := range e.listens {
-		l.offer(l.tag(protocol.NotificationResourceUpdated, uri))
+		r.offerListen(l, l.tag(protocol.NotificationResourceUpdated, uri))
 	}
 }
 

@@ -57,8 +57,12 @@ func (s *session) deliver(frame []byte) {
 	for range len(s.streams) {
 		g := s.streams[s.next%len(s.streams)]
 		s.next++
-		if g.offer(frame) {
+		ok, dropped := g.offer(frame)
+		if ok {
 			return
+		}
+		if m := g.reg.opts.Metrics; dropped && m != nil {
+			m.MessageDropped("slow_reader")
 		}
 	}
 }

@@ -56,7 +56,7 @@ func (r *Registry) onTaskEvent(id string, params []byte) {
 		return
 	}
 	for l := range e.listens {
-		l.offer(appendTaggedParams(nil, l.idJSON, protocol.NotificationTasks, params))
+		r.offerListen(l, appendTaggedParams(nil, l.idJSON, protocol.NotificationTasks, params))
 	}
 }
 

@@ -33,8 +33,9 @@ type Catalog struct {
 	CacheTTLMs    int64                        `json:"cacheTtlMs,omitempty"`
 	CacheScope    string                       `json:"cacheScope,omitempty"`
 
-	once  sync.Once
-	index *catalogIndex
+	once   sync.Once
+	index  *catalogIndex
+	labels labelCache // ResourceLabel's answers for template URIs
 }
 
 type catalogIndex struct {

@@ -1,6 +1,9 @@
 package sessionstore
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Len returns the number of live sessions (expired ones are not counted).
 func (m *Memory) Len() int {
@@ -14,4 +17,13 @@ func (m *Memory) Len() int {
 		}
 	}
 	return n
+}
+
+// CountSessions implements [Counter]: Len, exact (a pass over the
+// sessions under the store's lock).
+func (m *Memory) CountSessions(ctx context.Context) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	return m.Len(), nil
 }

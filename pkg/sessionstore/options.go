@@ -143,6 +143,13 @@ type RedisOptions struct {
 	// DefaultWaitTimeout; negative is invalid.
 	// default: 1 second (DefaultWaitTimeout)
 	WaitTimeout time.Duration
+	// CountInterval is how old the session count of CountSessions may
+	// be: at most one count (a SCAN of every master) per interval, shared
+	// by every process using the store (see [Redis.CountSessions]). Zero
+	// means DefaultCountInterval; negative means off (CountSessions
+	// fails: no sessions gauge).
+	// default: 1 minute (DefaultCountInterval)
+	CountInterval time.Duration
 }
 
 // resolve applies the defaults to opts (nil means all defaults) and
@@ -210,6 +217,9 @@ func resolveRedis(opts *RedisOptions) (RedisOptions, error) {
 	}
 	if ro.WaitTimeout == 0 {
 		ro.WaitTimeout = DefaultWaitTimeout
+	}
+	if ro.CountInterval == 0 {
+		ro.CountInterval = DefaultCountInterval
 	}
 	return ro, nil
 }

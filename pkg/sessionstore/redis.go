@@ -122,11 +122,13 @@ type Redis struct {
 	closeErr  error
 	batch     *batcher // nil: every call is its own round trip
 	cache     *recordCache
+	count     *sessionCounter // CountSessions (redis_count.go)
 }
 
 var (
-	_ Store  = (*Redis)(nil)
-	_ Pinger = (*Redis)(nil)
+	_ Store   = (*Redis)(nil)
+	_ Pinger  = (*Redis)(nil)
+	_ Counter = (*Redis)(nil)
 )
 
 // NewRedis returns a store on client, which the caller keeps owning:
@@ -160,6 +162,7 @@ func newRedis(client redis.UniversalClient, ro RedisOptions) *Redis {
 		trimFrom: -int64(ro.MaxEvents),
 		maxStrms: int64(max(ro.MaxStreamsPerSession, 0)),
 		graceMS:  max(ro.EndedStreamGrace.Milliseconds(), 0),
+		count:    newSessionCounter(max(ro.CountInterval, 0)),
 	}
 	if !ro.NoBatching {
 		r.batch = newBatcher(client)
@@ -195,6 +198,7 @@ func (r *Redis) Ping(ctx context.Context) error {
 // is idempotent; ctx is unused.
 func (r *Redis) Close(context.Context) error {
 	r.closeOnce.Do(func() {
+		r.count.stop()
 		if r.batch != nil {
 			r.batch.close()
 		}
@@ -206,3 +210,8 @@ func (r *Redis) Close(context.Context) error {
 	})
 	return r.closeErr
 }
+
+// PoolStats returns the connection pool statistics of the store's client
+// (a Redis Cluster's: of every node's pool together), read for the
+// metrics.
+func (r *Redis) PoolStats() *redis.PoolStats { return r.client.PoolStats() }

@@ -50,6 +50,11 @@ func TestRedisCluster(t *testing.T) {
 	url := c.URL()
 	t.Run("Suite", func(t *testing.T) { runSuiteOn(t, sessionstore.RedisCluster, url) })
 	t.Run("WaitReplicas", func(t *testing.T) { testWaitReplicas(t, sessionstore.RedisCluster, url, 1) })
+	t.Run("CountSessions", func(t *testing.T) {
+		testCountSessions(t, func(t *testing.T, ro sessionstore.RedisOptions) *sessionstore.Redis {
+			return openModeForTest(t, sessionstore.RedisCluster, url, ro)
+		})
+	})
 	target := failoverTarget{
 		name: "cluster", mode: sessionstore.RedisCluster, url: url,
 		kill:         func(t *testing.T) int { return c.KillMaster(t, 0) },
@@ -64,6 +69,11 @@ func TestRedisSentinel(t *testing.T) {
 	url := s.URL()
 	t.Run("Suite", func(t *testing.T) { runSuiteOn(t, sessionstore.RedisSentinel, url) })
 	t.Run("WaitReplicas", func(t *testing.T) { testWaitReplicas(t, sessionstore.RedisSentinel, url, 1) })
+	t.Run("CountSessions", func(t *testing.T) {
+		testCountSessions(t, func(t *testing.T, ro sessionstore.RedisOptions) *sessionstore.Redis {
+			return openModeForTest(t, sessionstore.RedisSentinel, url, ro)
+		})
+	})
 	target := failoverTarget{
 		name: "sentinel", mode: sessionstore.RedisSentinel, url: url,
 		kill:         func(t *testing.T) int { return s.KillMaster(t) },

@@ -323,3 +323,13 @@ type Records interface {
 type Pinger interface {
 	Ping(ctx context.Context) error
 }
+
+// Counter is an optional capability of a [Store]: CountSessions returns
+// the number of live legacy sessions in the whole store (every
+// frontend's), for the sessions gauge. Check for it with a type
+// assertion; [Memory] (exact, a pass over its sessions) and [Redis]
+// (cached, a SCAN at most every RedisOptions.CountInterval across all
+// the frontends sharing it; see [Redis.CountSessions]) implement it.
+type Counter interface {
+	CountSessions(ctx context.Context) (int, error)
+}

@@ -3,6 +3,7 @@ package worker
 import (
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/opmetrics"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -13,6 +14,7 @@ type Metrics struct {
 	duration *prometheus.HistogramVec
 	inflight prometheus.Gauge
 	stuckG   prometheus.Gauge
+	ops      *opmetrics.Vec
 }
 
 // NewMetrics creates the metrics and registers them on reg.
@@ -36,7 +38,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Handlers still running after their request ended (answered at its deadline, cancellation or shutdown); each holds a MaxInFlight slot until it returns.",
 		}),
 	}
+	m.ops = opmetrics.New(opmetrics.Opts{
+		DurationName: "mcpfleet_worker_operation_duration_seconds",
+		DurationHelp: "Time this worker handled each request, from its arrival to its answer: by method, tool, prompt and resource (the names of the worker's own catalog, else other) and error_type (\"\", a JSON-RPC code, tool_error, timeout, cancelled, shutdown).",
+		InFlightName: "mcpfleet_worker_operations_in_flight",
+		InFlightHelp: "Requests this worker is handling, by method, tool, prompt and resource.",
+	})
 	reg.MustRegister(m.requests, m.duration, m.inflight, m.stuckG)
+	reg.MustRegister(m.ops.Collectors()...)
 	return m
 }
 
@@ -46,18 +55,33 @@ var workerMethods = map[string]bool{
 	"resources/unsubscribe": true, "completion/complete": true, "server/discover": true, "logging/setLevel": true,
 }
 
-func (m *Metrics) start() time.Time {
+// start counts request f (of method) in flight, its operation labelled
+// by what the worker serves, and returns its start.
+func (m *Metrics) start(f *inflight, method string) time.Time {
 	if m != nil {
 		m.inflight.Inc()
+		f.op = m.ops.Begin(opmetrics.Labels(f.w.servedCatalog(), method, f.target))
 	}
 	return time.Now()
 }
 
-func (m *Metrics) done(method, outcome string, start time.Time) {
+// done counts the end of request f: its outcome (ok, error, timeout,
+// cancelled, shutdown) and, for ok and error, its answer out, whose error
+// code or tool error is the operation's error_type.
+func (m *Metrics) done(f *inflight, method, outcome string, out []byte, start time.Time) {
 	if m == nil {
 		return
 	}
 	m.inflight.Dec()
+	if f.op != nil {
+		errType := outcome
+		switch outcome {
+		case "ok", "error":
+			errType = opmetrics.ResponseErrorType(method, out)
+		}
+		f.op.End(start, errType)
+		f.op = nil
+	}
 	if !workerMethods[method] {
 		method = "other"
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/logctx"
+	"github.com/mcpfleet/mcpfleet/internal/opmetrics"
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
 	"github.com/mcpfleet/mcpfleet/pkg/mcp"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
@@ -38,6 +39,9 @@ type inflight struct {
 	stuck    bool // the request ended before its handler returned
 
 	acked *ackedSender // a legacy request's payload frames are acked (acked.go); nil otherwise
+
+	target string            // what the request addresses (bus.RequestHeader.Target)
+	op     *opmetrics.Series // the request's operation in the metrics, while in flight
 }
 
 // publish sends a frame unless the request is done. final marks the
@@ -157,7 +161,7 @@ func (w *Worker) onRequest(m *nats.Msg) {
 	}
 	ctx, cancelDeadline := context.WithDeadline(context.Background(), deadline)
 	ctx, cancel := context.WithCancelCause(ctx)
-	f := &inflight{w: w, key: key, reply: m.Reply, ctx: ctx, cancel: cancel, pending: map[string]struct{}{}, acked: w.newAckedSender(hdr, m.Reply, deadline)}
+	f := &inflight{w: w, key: key, reply: m.Reply, ctx: ctx, cancel: cancel, pending: map[string]struct{}{}, acked: w.newAckedSender(hdr, m.Reply, deadline), target: hdr.Target}
 	if hdr.Session != nil {
 		f.session = hdr.Session.ID
 	}

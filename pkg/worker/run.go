@@ -21,7 +21,7 @@ import (
 // handler, holding its MaxInFlight slot and counted as stuck in the
 // metrics until the handler returns. Exactly one of run and expire answers.
 func (w *Worker) run(ctx context.Context, cancelDeadline context.CancelFunc, f *inflight, req *mcp.Request, msg *protocol.Message) {
-	start := w.opts.Metrics.start()
+	start := w.opts.Metrics.start(f, msg.Method)
 	stop := context.AfterFunc(ctx, func() { w.expire(ctx, f, msg.Method, msg.ID, start) })
 	out, outcome := w.answer(ctx, req, msg)
 	answered := !stop() // expire runs (or ran): the request is its to answer
@@ -41,7 +41,7 @@ func (w *Worker) run(ctx context.Context, cancelDeadline context.CancelFunc, f *
 		return
 	}
 	f.publish(bus.FrameResponse, out, true)
-	w.endRequest(f, msg.Method, outcome, start)
+	w.endRequest(f, msg.Method, outcome, out, start)
 }
 
 // expire answers a request whose context ended before its handler
@@ -70,18 +70,19 @@ func (w *Worker) expire(ctx context.Context, f *inflight, method string, id prot
 	if stuck {
 		w.opts.Metrics.stuck()
 	}
-	w.endRequest(f, method, outcome, start)
+	w.endRequest(f, method, outcome, nil, start)
 }
 
 // endRequest forgets an answered request: its cancel key may be used
-// again, and Shutdown no longer waits for it.
-func (w *Worker) endRequest(f *inflight, method, outcome string, start time.Time) {
+// again, and Shutdown no longer waits for it. out is the answer sent (nil
+// when expire ended the request).
+func (w *Worker) endRequest(f *inflight, method, outcome string, out []byte, start time.Time) {
 	w.mu.Lock()
 	if w.inflight[f.key] == f {
 		delete(w.inflight, f.key)
 	}
 	w.mu.Unlock()
-	w.opts.Metrics.done(method, outcome, start)
+	w.opts.Metrics.done(f, method, outcome, out, start)
 	w.wg.Done()
 }
 

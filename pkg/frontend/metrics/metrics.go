@@ -2,28 +2,36 @@
 package metrics
 
 import (
+	"context"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/httpx"
+	"github.com/mcpfleet/mcpfleet/internal/opmetrics"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
+	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Metrics are a frontend's Prometheus metrics. Create them with New
 // and pass them in frontend.Options.Metrics; a nil *Metrics records nothing.
 type Metrics struct {
-	requests   *prometheus.CounterVec
-	duration   *prometheus.HistogramVec
-	inflight   prometheus.Gauge
-	streams    *prometheus.GaugeVec
-	dropped    *prometheus.CounterVec
-	busRTT     prometheus.Histogram
-	sessions   *prometheus.CounterVec
-	sessionsFn prometheus.GaugeFunc
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	inflight prometheus.Gauge
+	streams  *prometheus.GaugeVec
+	dropped  *prometheus.CounterVec
+	busRTT   prometheus.Histogram
+	sessions *prometheus.CounterVec
+	ops      *opmetrics.Vec
+	store    *storeMetrics
+	fanout   *prometheus.CounterVec
+	dropMsgs *prometheus.CounterVec
 }
 
 // New creates the metrics and registers them on reg. sessions, when
-// non-nil, reports the number of live sessions (the memory store's Len).
-func New(reg prometheus.Registerer, sessions func() int) *Metrics {
+// non-nil, is the store whose live sessions mcpfleet_sessions reports
+// (read at each scrape, within 2 seconds: no sample when it cannot say).
+func New(reg prometheus.Registerer, sessions sessionstore.Counter) *Metrics {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcpfleet_frontend_requests_total",
@@ -56,15 +64,69 @@ func New(reg prometheus.Registerer, sessions func() int) *Metrics {
 			Help: "Legacy sessions created and deleted through this frontend.",
 		}, []string{"event"}),
 	}
-	reg.MustRegister(m.requests, m.duration, m.inflight, m.streams, m.dropped, m.busRTT, m.sessions)
+	m.ops = opmetrics.New(opmetrics.Opts{
+		DurationName: "mcp_server_operation_duration_seconds",
+		DurationHelp: "Time from receiving a request to sending its result, per operation (OpenTelemetry mcp.server.operation.duration): by method, tool, prompt and resource (the names of the fleet's union catalog, else other) and error_type (\"\", a JSON-RPC code, tool_error, or the outcome: timeout, worker_lost, no_worker, unavailable, cancelled, client_gone, rejected, dropped).",
+		InFlightName: "mcpfleet_frontend_operations_in_flight",
+		InFlightHelp: "Requests in progress on this frontend, by method, tool, prompt and resource, from the moment their method and target are known until they are answered.",
+	})
+	m.store = newStoreMetrics()
+	m.fanout = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcpfleet_frontend_events_fanned_out_total",
+		Help: "Events this frontend delivered to streams, by kind: listen (resources/updated, list_changed and task notifications queued on subscriptions/listen streams), session (session events and list_changed appended to legacy GET logs).",
+	}, []string{"kind"})
+	m.dropMsgs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcpfleet_frontend_dropped_messages_total",
+		Help: "Messages this frontend could not deliver to a stream, by reason: slow_reader (a stream's queue was full; the stream ends), inbox_overflow (a request's frames arrived faster than its exchange took them; the request is dropped), no_log (a session event for a session with no GET log).",
+	}, []string{"reason"})
+	for _, k := range []string{"listen", "session"} {
+		m.fanout.WithLabelValues(k)
+	}
+	for _, r := range []string{"slow_reader", "inbox_overflow", "no_log"} {
+		m.dropMsgs.WithLabelValues(r)
+	}
+	reg.MustRegister(m.requests, m.duration, m.inflight, m.streams, m.dropped, m.busRTT, m.sessions,
+		m.store.rtt, m.store.errs, m.fanout, m.dropMsgs)
+	reg.MustRegister(m.ops.Collectors()...)
 	if sessions != nil {
-		m.sessionsFn = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "mcpfleet_sessions",
-			Help: "Live legacy sessions in the store.",
-		}, func() float64 { return float64(sessions()) })
-		reg.MustRegister(m.sessionsFn)
+		reg.MustRegister(&sessionsGauge{c: sessions, desc: prometheus.NewDesc("mcpfleet_sessions",
+			"Live legacy sessions in the store (every frontend's; with Redis a count at most a minute old, see sessionstore.Redis.CountSessions).", nil, nil)})
 	}
 	return m
+}
+
+// sessionsGauge is mcpfleet_sessions, read from the store at each scrape.
+type sessionsGauge struct {
+	c    sessionstore.Counter
+	desc *prometheus.Desc
+}
+
+func (g *sessionsGauge) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
+
+func (g *sessionsGauge) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	n, err := g.c.CountSessions(ctx)
+	if err != nil {
+		return // not known now: no sample rather than a wrong one
+	}
+	ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, float64(n))
+}
+
+// EventsFannedOut counts n events delivered to streams of kind (listen,
+// session).
+func (m *Metrics) EventsFannedOut(kind string, n int) {
+	if m != nil && n > 0 {
+		m.fanout.WithLabelValues(kind).Add(float64(n))
+	}
+}
+
+// MessageDropped counts a message a stream could not take, for reason
+// (slow_reader, inbox_overflow, no_log).
+func (m *Metrics) MessageDropped(reason string) {
+	if m != nil {
+		m.dropMsgs.WithLabelValues(reason).Inc()
+	}
 }
 
 // knownMethods bounds the method label's values.
@@ -88,14 +150,39 @@ func methodLabel(method string) string {
 	return "other"
 }
 
-// Observe records one finished exchange.
-func (m *Metrics) Observe(method, outcome string, start time.Time) {
+// BeginOperation counts the operation of rec in flight: a request whose
+// method and target (rec.Tool, Prompt or Resource) are known, labelled by
+// the names cat (the fleet's union catalog) offers. Observe ends it. A
+// second call for the same record does nothing.
+func (m *Metrics) BeginOperation(rec *httpx.Record, cat opmetrics.Catalog) {
+	if m == nil || rec.Op != nil {
+		return
+	}
+	target := rec.Tool
+	switch {
+	case rec.Prompt != "":
+		target = rec.Prompt
+	case rec.Resource != "":
+		target = rec.Resource
+	}
+	rec.Op = m.ops.Begin(opmetrics.Labels(cat, rec.Method, target))
+}
+
+// Observe records one finished exchange: its request count and duration
+// by method and outcome and, when BeginOperation counted it, the end of
+// its operation (mcp_server_operation_duration_seconds by
+// rec.ErrorType()).
+func (m *Metrics) Observe(rec *httpx.Record) {
 	if m == nil {
 		return
 	}
-	method = methodLabel(method)
-	m.requests.WithLabelValues(method, outcome).Inc()
-	m.duration.WithLabelValues(method).Observe(time.Since(start).Seconds())
+	if s, ok := rec.Op.(*opmetrics.Series); ok {
+		rec.Op = nil
+		s.End(rec.Start, rec.ErrorType())
+	}
+	method := methodLabel(rec.Method)
+	m.requests.WithLabelValues(method, rec.Outcome()).Inc()
+	m.duration.WithLabelValues(method).Observe(time.Since(rec.Start).Seconds())
 }
 
 // StreamOpened counts a stream of kind opened; call the func it returns

@@ -18,6 +18,9 @@ type clientWriter struct {
 	overflowed atomic.Bool
 	failed     atomic.Bool // a write failed
 	once       sync.Once
+	// dropped, when set, is called once, for the event an overflow left
+	// out (the metrics' slow_reader).
+	dropped func()
 }
 
 func newClientWriter(sse *SSE, buf int) *clientWriter {
@@ -55,7 +58,12 @@ func (c *clientWriter) send(b []byte) bool {
 		return true
 	default:
 		c.overflowed.Store(true)
-		c.once.Do(func() { close(c.quit) })
+		c.once.Do(func() {
+			close(c.quit)
+			if c.dropped != nil {
+				c.dropped()
+			}
+		})
 		return false
 	}
 }

@@ -162,6 +162,9 @@ func (ex *exchange) publish(r *http.Request) error {
 		ParamHeaders: spec.Params, Listen: true, SessionStream: true, Tasks: true,
 		CheckParamHeaders: spec.Era == protocol.EraModern,
 	}
+	if rec := httpx.RecordFrom(r.Context()); rec != nil {
+		hdr.Target = rec.Tool + rec.Prompt + rec.Resource // one of them, at most
+	}
 	data, err := bus.EncodeRequest(hdr, spec.Msg.Params)
 	if err == nil && !s.nc.IsConnected() {
 		err = nats.ErrConnectionClosed // fail fast during a NATS outage

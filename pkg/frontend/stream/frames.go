@@ -140,6 +140,7 @@ func (ex *exchange) startSSE(w http.ResponseWriter) {
 		}
 	}
 	ex.client = newClientWriter(sse, s.opts.StreamBuffer)
+	ex.client.dropped = func() { s.opts.Metrics.MessageDropped("slow_reader") }
 }
 
 // emit logs a legacy stream event (giving it its id) and publishes it on

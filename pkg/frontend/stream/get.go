@@ -183,6 +183,7 @@ func (rl *getRelay) onItem(item []byte) bool {
 		// Raised by this frontend (list_changed): logged here.
 		payload := item[1:]
 		if idx, ok := rl.s.logListChanged(rl.session, payload); ok {
+			rl.s.opts.Metrics.EventsFannedOut("session", 1)
 			return rl.logged(idx, payload)
 		}
 		if err := rl.sse.Event("", payload); err != nil {

@@ -35,16 +35,19 @@ type inbox struct {
 	overflowed bool
 }
 
-// push queues a frame (or marks the inbox overflowed) and signals.
-func (s *inbox) push(fr frame) {
+// push queues a frame (or marks the inbox overflowed) and signals; false
+// when the frame was dropped (the inbox overflowed).
+func (s *inbox) push(fr frame) bool {
 	s.mu.Lock()
+	queued := false
 	switch {
 	case s.overflowed:
 		s.mu.Unlock()
-		return
+		return false
 	case len(s.q) >= s.max:
 		s.overflowed = true
 	default:
+		queued = true
 		s.q = append(s.q, fr)
 	}
 	s.mu.Unlock()
@@ -52,6 +55,7 @@ func (s *inbox) push(fr frame) {
 	case s.signal <- struct{}{}:
 	default:
 	}
+	return queued
 }
 
 // take moves the queued frames into buf (reused) and reports whether the
@@ -122,7 +126,9 @@ func (s *Streams) OnFrame(m *nats.Msg) {
 	if seq > 0 {
 		fr.seq, fr.reply = seq, m.Reply
 	}
-	in.push(fr)
+	if !in.push(fr) {
+		s.opts.Metrics.MessageDropped("inbox_overflow")
+	}
 }
 
 // ack acks an acked frame, once it is logged (or needs no log).

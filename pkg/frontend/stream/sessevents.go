@@ -71,10 +71,16 @@ func (s *Streams) OnSessionEvents(m *nats.Msg) {
 		reply([]byte(bus.SessionEventsRetry))
 		return
 	}
+	fanned := 0
 	for i, r := range results {
 		a := &batch[i]
 		switch r.Status {
+		case sessionstore.NoLog:
+			s.opts.Metrics.MessageDropped("no_log")
 		case sessionstore.Appended, sessionstore.Duplicate:
+			if r.Status == sessionstore.Appended {
+				fanned++
+			}
 			// A duplicate is published again: the frontend that logged
 			// it may have died before it did (the holder skips what it
 			// has written).
@@ -88,6 +94,7 @@ func (s *Streams) OnSessionEvents(m *nats.Msg) {
 			}
 		}
 	}
+	s.opts.Metrics.EventsFannedOut("session", fanned)
 	reply(res)
 }
 
@@ -132,6 +139,9 @@ func (s *Streams) LogSessionEvent(ctx context.Context, session, key string, msg 
 	}
 	switch res[0].Status {
 	case sessionstore.Appended, sessionstore.Duplicate:
+		if res[0].Status == sessionstore.Appended {
+			s.opts.Metrics.EventsFannedOut("session", 1)
+		}
 		_ = s.nc.Publish(s.subj.Live(session, bus.SessionLog), bus.AppendLiveEvent(nil, res[0].Index, msg))
 		return true
 	}
