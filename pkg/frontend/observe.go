@@ -19,8 +19,9 @@ func (f *Frontend) observeStart(r *http.Request, rec *httpx.Record) *http.Reques
 }
 
 // observeEnd ends the observation of an exchange, once its handler is
-// done: the metrics.
-func (f *Frontend) observeEnd(rec *httpx.Record) {
+// done: the metrics and the span. r is the request observeStart returned.
+func (f *Frontend) observeEnd(r *http.Request, rec *httpx.Record) {
+	f.endSpan(r, rec)
 	f.metrics.InflightAdd(-1)
 	f.metrics.Observe(rec.Method, rec.Outcome(), rec.Start)
 }

@@ -23,7 +23,7 @@ import (
 func (w *Worker) run(ctx context.Context, cancelDeadline context.CancelFunc, f *inflight, req *mcp.Request, msg *protocol.Message) {
 	start := w.opts.Metrics.start()
 	stop := context.AfterFunc(ctx, func() { w.expire(ctx, f, msg.Method, msg.ID, start) })
-	out, outcome := w.answer(ctx, req, msg)
+	out, outcome := w.answerTraced(ctx, req, msg)
 	answered := !stop() // expire runs (or ran): the request is its to answer
 	cancelDeadline()
 	w.mu.Lock()
@@ -82,6 +82,7 @@ func (w *Worker) endRequest(f *inflight, method, outcome string, start time.Time
 	}
 	w.mu.Unlock()
 	w.opts.Metrics.done(method, outcome, start)
+	endConsume(f.ctx, outcome, nil)
 	w.wg.Done()
 }
 
