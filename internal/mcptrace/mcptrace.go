@@ -10,13 +10,11 @@
 package mcptrace
 
 import (
-	"context"
 	"encoding/hex"
 	"strconv"
 
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 )
@@ -119,40 +117,83 @@ func Off(tp trace.TracerProvider) bool {
 	return false
 }
 
-// carrier is a TextMapCarrier over the two W3C trace context strings.
-type carrier struct{ tp, ts string }
-
-func (c *carrier) Get(key string) string {
-	switch key {
-	case "traceparent":
-		return c.tp
-	case "tracestate":
-		return c.ts
-	}
-	return ""
-}
-
-func (c *carrier) Set(key, value string) {
-	switch key {
-	case "traceparent":
-		c.tp = value
-	case "tracestate":
-		c.ts = value
-	}
-}
-
-func (c *carrier) Keys() []string { return []string{"traceparent", "tracestate"} }
-
 // SpanContext returns the remote span context traceparent and tracestate
-// carry (W3C Trace Context); an invalid one when traceparent is empty or
-// malformed.
+// carry (W3C Trace Context, as propagation.TraceContext reads them); an
+// invalid one when traceparent is empty or malformed. A malformed
+// tracestate is dropped. It allocates only for a tracestate.
 func SpanContext(traceparent, tracestate string) trace.SpanContext {
-	if traceparent == "" {
+	sc := parseTraceparent(traceparent)
+	if sc.IsValid() && tracestate != "" {
+		if ts, err := trace.ParseTraceState(tracestate); err == nil {
+			sc = sc.WithTraceState(ts)
+		}
+	}
+	return sc
+}
+
+// parseTraceparent reads version-traceid-parentid-flags: lower-case hex,
+// version ff refused, version 00 exactly 55 characters, a later version
+// at least that with more fields after a dash; trace and span ids not all
+// zeros. The flags are kept as they are (Format writes the sampled one).
+func parseTraceparent(tp string) trace.SpanContext {
+	if len(tp) < 55 || tp[2] != '-' || tp[35] != '-' || tp[52] != '-' {
 		return trace.SpanContext{}
 	}
-	c := carrier{tp: traceparent, ts: tracestate}
-	return trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), &c))
+	var ver, flags [1]byte
+	var tid trace.TraceID
+	var sid trace.SpanID
+	if !lowerHex(tp[0:2], ver[:]) || ver[0] == 0xff || !lowerHex(tp[3:35], tid[:]) || !lowerHex(tp[36:52], sid[:]) || !lowerHex(tp[53:55], flags[:]) {
+		return trace.SpanContext{}
+	}
+	if (ver[0] == 0 && len(tp) != 55) || (len(tp) > 55 && tp[55] != '-') {
+		return trace.SpanContext{}
+	}
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.TraceFlags(flags[0]), Remote: true})
+	if !sc.IsValid() {
+		return trace.SpanContext{}
+	}
+	return sc
 }
+
+// lowerHex decodes s, lower-case hex digits only, into dst.
+func lowerHex(s string, dst []byte) bool {
+	for _, c := range []byte(s) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	_, err := hex.Decode(dst, []byte(s))
+	return err == nil
+}
+
+// CallerSpan is an exchange's span with tracing off: the caller's span
+// context, not recording, with the strings it came in (passed on as they
+// are, as before tracing existed). Its methods are the no-op span's.
+type CallerSpan struct {
+	noop.Span
+	sc trace.SpanContext
+	// Traceparent and Tracestate are the caller's, verbatim.
+	Traceparent, Tracestate string
+}
+
+// NewCallerSpan returns the CallerSpan of a caller's traceparent and
+// tracestate (a span with an invalid span context when traceparent is
+// not valid).
+func NewCallerSpan(traceparent, tracestate string) *CallerSpan {
+	sc := parseTraceparent(traceparent)
+	if !sc.IsValid() {
+		return noCaller
+	}
+	return &CallerSpan{sc: sc, Traceparent: traceparent, Tracestate: tracestate}
+}
+
+// noCaller is the CallerSpan of a request without a valid traceparent,
+// shared (a CallerSpan never changes).
+var noCaller = &CallerSpan{}
+
+// SpanContext is the caller's span context (without its tracestate,
+// which Tracestate carries).
+func (s *CallerSpan) SpanContext() trace.SpanContext { return s.sc }
 
 // Format returns the traceparent and tracestate of sc ("" for an invalid
 // span context), as W3C Trace Context writes them.

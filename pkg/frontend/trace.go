@@ -54,18 +54,35 @@ func (f *Frontend) startSpan(r *http.Request, rec *httpx.Record, head *protocol.
 	if rec.Span != nil {
 		return
 	}
-	var meta trace.SpanContext
-	if head.Meta != nil && head.Meta.Traceparent != "" {
-		meta = mcptrace.SpanContext(head.Meta.Traceparent, head.Meta.Tracestate)
+	var tp, ts string
+	if head.Meta != nil {
+		tp, ts = head.Meta.Traceparent, head.Meta.Tracestate
 	}
-	f.beginSpan(r, rec, meta)
+	f.beginSpan(r, rec, tp, ts)
 }
 
-// beginSpan gives rec its span, started at rec.Start, parented on meta
-// when valid, else on the transport's context: a span already in the
-// request's context (an embedder's HTTP middleware), else the traceparent
-// and tracestate headers.
-func (f *Frontend) beginSpan(r *http.Request, rec *httpx.Record, meta trace.SpanContext) {
+// beginSpan gives rec its span, started at rec.Start, parented on the
+// request's _meta trace context (metaTP, metaTS) when valid, else on the
+// transport's: a span already in the request's context (an embedder's
+// HTTP middleware), else the traceparent and tracestate headers. With
+// tracing off the span is the parent's context alone (a
+// mcptrace.CallerSpan, or the embedder's span), nothing is started.
+func (f *Frontend) beginSpan(r *http.Request, rec *httpx.Record, metaTP, metaTS string) {
+	if f.spans.off {
+		switch {
+		case metaTP != "":
+			if s := mcptrace.NewCallerSpan(metaTP, metaTS); s.SpanContext().IsValid() {
+				rec.Span = s
+				return
+			}
+		case trace.SpanContextFromContext(r.Context()).IsValid():
+			rec.Span = trace.SpanFromContext(r.Context())
+			return
+		}
+		rec.Span = mcptrace.NewCallerSpan(r.Header.Get("Traceparent"), r.Header.Get("Tracestate"))
+		return
+	}
+	meta := mcptrace.SpanContext(metaTP, metaTS)
 	transport := trace.SpanContextFromContext(r.Context())
 	if !transport.IsValid() {
 		transport = mcptrace.SpanContext(r.Header.Get("Traceparent"), r.Header.Get("Tracestate"))
@@ -76,10 +93,6 @@ func (f *Frontend) beginSpan(r *http.Request, rec *httpx.Record, meta trace.Span
 		if transport.IsValid() && !transport.Equal(meta) {
 			link = transport
 		}
-	}
-	if f.spans.off {
-		rec.Span = trace.SpanFromContext(trace.ContextWithSpanContext(context.Background(), parent))
-		return
 	}
 	opts := []trace.SpanStartOption{serverKind, trace.WithTimestamp(rec.Start)}
 	if link.IsValid() {
@@ -112,7 +125,7 @@ func spanName(rec *httpx.Record) string {
 // principal (enduser.id), which is left out of spans.
 func (f *Frontend) endSpan(r *http.Request, rec *httpx.Record) {
 	if rec.Span == nil {
-		f.beginSpan(r, rec, trace.SpanContext{})
+		f.beginSpan(r, rec, "", "")
 	}
 	span := rec.Span
 	if f.spans.off || !span.IsRecording() {

@@ -37,6 +37,10 @@ func (ex *exchange) traceHeader(r *http.Request, hdr *bus.RequestHeader, subject
 		}
 		span.End()
 	}
+	if cs, ok := parent.(*mcptrace.CallerSpan); ok {
+		hdr.Traceparent, hdr.Tracestate = cs.Traceparent, cs.Tracestate // tracing off: passed on as they came
+		return nil
+	}
 	hdr.Traceparent, hdr.Tracestate = mcptrace.Format(parent.SpanContext())
 	return nil
 }
