@@ -331,6 +331,34 @@ func TestTracingErrors(t *testing.T) {
 	})
 }
 
+// TestTracingHTTPMethods checks the span of an exchange without an MCP
+// method, made at its end: a DELETE of a legacy session is named after the
+// HTTP method, parented on the traceparent header, with the session id.
+func TestTracingHTTPMethods(t *testing.T) {
+	tp, rec := recordingProvider(t)
+	ip := testenv.StartInProc(t, testenv.InProcOptions{Server: tracedServer(t), TracerProvider: tp})
+	c := testenv.NewClient(t, ip.URL)
+	c.Initialize(nil)
+	const traceID = "44444444444444444444444444444444"
+	r := c.Do("DELETE", ip.URL, nil, map[string]string{"Mcp-Session-Id": c.SessionID, "Mcp-Protocol-Version": legacyVer, "Traceparent": "00-" + traceID + "-4444444444444444-01"})
+	if r.Status != 200 && r.Status != 204 {
+		t.Fatalf("DELETE: %s", r)
+	}
+	tid, _ := trace.TraceIDFromHex(traceID)
+	spans := spansOf(t, rec, tid, 1)
+	s := spans["server DELETE"]
+	if s == nil {
+		t.Fatalf("spans %v, want one server span DELETE", spans)
+	}
+	if s.Parent().SpanID().String() != "4444444444444444" {
+		t.Errorf("parent %v", s.Parent())
+	}
+	wantAttrs(t, s, map[string]string{"http.request.method": "DELETE", "mcp.session.id": c.SessionID, "http.response.status_code": ""})
+	if _, ok := attrOf(s, "mcp.method.name"); ok {
+		t.Error("a DELETE has mcp.method.name")
+	}
+}
+
 // TestTracingOff checks that with the no-op provider (tracing off, as the
 // binaries run without OTEL_* variables) no span is made and the handler
 // still sees the caller's trace context, from the header or the _meta.
