@@ -313,6 +313,19 @@ func TestTracingErrors(t *testing.T) {
 			}
 		})
 	}
+	t.Run("an unknown tool", func(t *testing.T) {
+		const traceID = "55555555555555555555555555555555"
+		r := c.Post(testenv.Request(10, "tools/call", map[string]any{"name": "made_up_name"}), map[string]string{"Traceparent": "00-" + traceID + "-1111111111111111-01"})
+		if r.ErrorCode() != protocol.CodeInvalidParams {
+			t.Fatalf("an unknown tool: %s", r)
+		}
+		tid, _ := trace.TraceIDFromHex(traceID)
+		s := find(t, tid, trace.SpanKindServer)
+		if s.Name() != "tools/call" {
+			t.Errorf("span name %q: a made-up tool name must stay out of span names", s.Name())
+		}
+		wantAttrs(t, s, map[string]string{"gen_ai.tool.name": "made_up_name", "error.type": "-32602"})
+	})
 	t.Run("refused before the body", func(t *testing.T) {
 		const traceID = "33333333333333333333333333333333"
 		r := c.Do("POST", ip.URL, []byte(`{}`), map[string]string{"Accept": "application/json", "Content-Type": "application/json", "Traceparent": "00-" + traceID + "-1111111111111111-01"})

@@ -98,7 +98,7 @@ func (f *Frontend) beginSpan(r *http.Request, rec *httpx.Record, metaTP, metaTS 
 	if link.IsValid() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: link}))
 	}
-	_, rec.Span = f.spans.tracer.Start(trace.ContextWithSpanContext(context.Background(), parent), spanName(rec), opts...)
+	_, rec.Span = f.spans.tracer.Start(trace.ContextWithSpanContext(context.Background(), parent), f.spanName(rec), opts...)
 }
 
 // mcpMethod is the exchange's MCP method, "" when it has none (a GET, a
@@ -110,13 +110,23 @@ func mcpMethod(rec *httpx.Record) string {
 	return rec.Method
 }
 
-// spanName is "{mcp.method.name} {target}", or the HTTP method for an
-// exchange without an MCP method.
-func spanName(rec *httpx.Record) string {
-	if m := mcpMethod(rec); m != "" {
-		return mcptrace.Name(m, rec.Tool, rec.Prompt)
+// spanName is "{mcp.method.name} {target}", the target being a tool or
+// prompt the workers serve (a name the client made up is left out: span
+// names stay as few as the catalog's), or the HTTP method for an exchange
+// without an MCP method.
+func (f *Frontend) spanName(rec *httpx.Record) string {
+	m := mcpMethod(rec)
+	if m == "" {
+		return rec.HTTPMethod
 	}
-	return rec.HTTPMethod
+	tool, prompt := rec.Tool, rec.Prompt
+	if tool != "" && !f.fleet.Serves("tool", tool) {
+		tool = ""
+	}
+	if prompt != "" && !f.fleet.Serves("prompt", prompt) {
+		prompt = ""
+	}
+	return mcptrace.Name(m, tool, prompt)
 }
 
 // endSpan ends the exchange's span once its handler is done, with what

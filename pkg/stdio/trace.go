@@ -75,7 +75,11 @@ func endSpan(span trace.Span, req *mcp.Request, msg *protocol.Message, res proto
 	default:
 		uri = name
 	}
-	span.SetName(mcptrace.Name(msg.Method, tool, prompt))
+	nameTool, namePrompt := tool, prompt
+	if srv := req.Server(); srv == nil || (tool != "" && !srv.Catalog().HasTool(tool)) || (prompt != "" && !srv.Catalog().HasPrompt(prompt)) {
+		nameTool, namePrompt = "", "" // a made-up name stays out of the span name
+	}
+	span.SetName(mcptrace.Name(msg.Method, nameTool, namePrompt))
 	attrs := make([]attribute.KeyValue, 0, 12)
 	attrs = mcptrace.Target(attrs, msg.Method, tool, prompt, uri, msg.ID)
 	attrs = append(attrs, mcptrace.NetworkTransport.String("pipe"))

@@ -127,7 +127,13 @@ func (w *Worker) answerTraced(ctx context.Context, req *mcp.Request, msg *protoc
 	default:
 		uri = name
 	}
-	span.SetName(mcptrace.Name(method, tool, prompt))
+	// A name the worker does not serve (made up by a client) stays out of
+	// the span name, which is as few as the catalog's.
+	nameTool, namePrompt := tool, prompt
+	if cat := w.servedCatalog(); (tool != "" && !cat.HasTool(tool)) || (prompt != "" && !cat.HasPrompt(prompt)) {
+		nameTool, namePrompt = "", ""
+	}
+	span.SetName(mcptrace.Name(method, nameTool, namePrompt))
 	attrs := make([]attribute.KeyValue, 0, 12)
 	attrs = mcptrace.Target(attrs, method, tool, prompt, uri, msg.ID)
 	if s := req.SessionID(); s != "" {
