@@ -109,8 +109,10 @@ lint: vet
 
 # mcpfleet beside the peer Go MCP servers of bench/peers (echo tool at
 # c=1, 16, 64: all-in-one, cluster, go-sdk, mcp-go, floor), then the scale
-# figures and the targets. BENCH_DURATION (default 5s) is each run's
-# measured time; scripts/bench.sh lists the other knobs.
+# figures, what durable delivery and tracing cost (off, on and exported to
+# Jaeger, always_off), and the targets. BENCH_DURATION (default 5s) is
+# each run's measured time, BENCH_SECTIONS picks parts; scripts/bench.sh
+# lists the other knobs.
 .PHONY: bench
 bench:
 	./scripts/bench.sh

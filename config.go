@@ -16,6 +16,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
 	"github.com/mcpfleet/mcpfleet/pkg/stdio"
 	"github.com/mcpfleet/mcpfleet/pkg/worker"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // role is a command that runs mcpfleet: serve, frontend, worker or stdio.
@@ -73,6 +74,9 @@ type config struct {
 	MaxListenPerPrincipal        int64
 	stateKey                     []byte
 	oldStateKeys                 [][]byte
+	// tracerProvider makes the spans (the OTEL_* environment's, see
+	// tracing.go).
+	tracerProvider trace.TracerProvider
 }
 
 // define registers the flags of role r on f, bound to c, then the
@@ -315,8 +319,10 @@ func (c *config) handlerOptions(log *slog.Logger) HandlerOptions {
 			MaxStreamsPerSession: int(c.MaxStreamsPerSession), EndedStreamGrace: c.EndedStreamGrace},
 		StateKey: c.stateKey, OldStateKeys: c.oldStateKeys,
 		Logger: log,
+		Worker: worker.Options{TracerProvider: c.tracerProvider},
 		Frontend: frontend.Options{
 			ID:                      c.ID,
+			TracerProvider:          c.tracerProvider,
 			MaxStringBytes:          int(c.MaxStringBytes),
 			MaxArrayLen:             int(c.MaxArrayLen),
 			MaxInFlight:             int(c.MaxInFlight),
@@ -380,7 +386,7 @@ func (c *config) workerOptions(log *slog.Logger) *WorkerOptions {
 	return &WorkerOptions{
 		NATSURL: c.NATSURL, NATSAuth: c.natsAuth(), SubjectPrefix: c.SubjectPrefix, NATSPingInterval: offWhenZero(c.NATSPingInterval),
 		StateKey: c.stateKey, OldStateKeys: c.oldStateKeys,
-		Worker:      worker.Options{ID: c.ID, Filter: c.filter()},
+		Worker:      worker.Options{ID: c.ID, Filter: c.filter(), TracerProvider: c.tracerProvider},
 		AdminListen: c.adminListen(), ConnectTimeout: offWhenZero(c.ConnectTimeout), DrainTimeout: c.DrainTimeout, Logger: log,
 	}
 }
@@ -388,7 +394,8 @@ func (c *config) workerOptions(log *slog.Logger) *WorkerOptions {
 func (c *config) stdioOptions(log *slog.Logger) *StdioOptions {
 	return &StdioOptions{
 		StateKey: c.stateKey, OldStateKeys: c.oldStateKeys,
-		Stdio: stdio.Options{Logger: log, MaxLineBytes: int(c.MaxBodyBytes), RequestTimeout: c.RequestTimeout, DrainTimeout: c.DrainTimeout},
+		Stdio: stdio.Options{Logger: log, MaxLineBytes: int(c.MaxBodyBytes), RequestTimeout: c.RequestTimeout, DrainTimeout: c.DrainTimeout,
+			TracerProvider: c.tracerProvider},
 	}
 }
 

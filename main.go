@@ -186,6 +186,16 @@ func (a *App) runRole(ctx context.Context, r role, args []string) int {
 	}
 	log := c.logger(stderr)
 	slog.SetDefault(log)
+	if c.ID == "" {
+		c.ID = randomID() // also the tracing's service.instance.id
+	}
+	tracing, err := startTracing(ctx, r, c.ID, a.programVersion(), log)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 2
+	}
+	defer stopTracing(tracing, log) // at the end of the drain: the last spans are exported
+	c.tracerProvider = tracing.TracerProvider()
 	var srv *mcp.Server
 	if r.handlers() {
 		var err error
@@ -215,7 +225,6 @@ func (a *App) runRole(ctx context.Context, r role, args []string) int {
 	if r.bus() {
 		defer startPprof(c.PprofListen, log)()
 	}
-	var err error
 	switch r {
 	case roleServe:
 		err = RunServe(ctx, srv, c.serveOptions(log))

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # make bench: mcpfleet side by side with the peer Go MCP servers of
 # bench/peers (go-sdk, mcp-go, a bare net/http floor; their own Go module,
-# see bench/peers/README.md), then the scale figures, then the project's
-# targets with PASS/FAIL.
+# see bench/peers/README.md), then the scale figures, what durable delivery
+# and tracing cost, then the project's targets with PASS/FAIL.
 #
 # Every configuration calls the echo tool at each concurrency of
 # BENCH_CONCURRENCY with `mcpfleet bench`; every server is started here, on
@@ -18,7 +18,13 @@
 #   BENCH_LISTENS        idle listen streams, and fan-out streams [10000]
 #   BENCH_FANOUT_EVENTS  touch_resource events of the fan-out [20]
 #   BENCH_OUT            results (results.jsonl) and server logs [.cache/bench]
+#   BENCH_SECTIONS       what to run, of "throughput scale durable tracing"
+#                        [all four]
+#
+# The OTEL_* variables of the caller's environment are dropped: only the
+# tracing section sets them, for the runs that trace.
 set -uo pipefail
+unset "${!OTEL_@}"
 cd "$(dirname "$0")/.."
 root=$PWD
 
@@ -30,6 +36,8 @@ LISTENS=${BENCH_LISTENS:-10000}
 EVENTS=${BENCH_FANOUT_EVENTS:-20}
 PEERS=$root/bench/peers
 OUT=${BENCH_OUT:-$root/.cache/bench}
+SECTIONS=${BENCH_SECTIONS:-"throughput scale durable tracing"}
+want() { [[ " $SECTIONS " == *" $1 "* ]]; }
 
 GOBIN=$(go env GOPATH)/bin
 NATS=$(command -v nats-server || echo "$GOBIN/nats-server")
@@ -170,11 +178,14 @@ echo "nats-server: $("$NATS" --version 2>&1 | head -1); redis-server: $("$REDIS"
 
 STATE_KEY=$(head -c 32 /dev/urandom | base64)
 
-# aio NAME [ARGS...]: starts an all-in-one; sets AIO_PID and AIO_URL.
+# aio NAME [ARGS...]: starts an all-in-one, with the variables of the
+# AIO_ENV array ("KEY=value") added to its environment; sets AIO_PID and
+# AIO_URL.
+AIO_ENV=()
 aio_up() {
   local name=$1
   shift
-  start "$name" env MCPFLEET_STATE_KEY="$STATE_KEY" "$bin/mcpfleet" serve --listen 127.0.0.1:0 --admin-listen off --drain-timeout 2s "$@"
+  start "$name" env MCPFLEET_STATE_KEY="$STATE_KEY" "${AIO_ENV[@]}" "$bin/mcpfleet" serve --listen 127.0.0.1:0 --admin-listen off --drain-timeout 2s "$@"
   AIO_PID=$PID
   AIO_URL=$(serving_url "$logs/$name.log" "$PID") || {
     fail "$name did not start; see $logs/$name.log"
@@ -232,6 +243,7 @@ cluster_down() { # frontends and worker drain first, then nats-server and redis-
   stop "${CL_ALL[@]:0:2}"
 }
 
+if want throughput; then
 echo "== throughput and latency: echo tool, c = $CONCS"
 for proto in legacy modern; do
   if aio_up "mcpfleet-aio-$proto"; then
@@ -264,7 +276,9 @@ peer go-sdk modern "$bin/gosdkserver" -stateless  # the 2026-07-28 path
 peer mcp-go legacy "$bin/mcpgoserver"             # default mode
 peer mcp-go modern "$bin/mcpgoserver"
 peer floor legacy "$bin/floorserver"              # not MCP: bare net/http + encoding/json
+fi
 
+if want scale; then
 echo "== scale"
 if aio_up scale-aio; then
   scale -scale sessions -n "$IDLE_SESSIONS" -url "$AIO_URL" -pid "$AIO_PID" -label mcpfleet-aio
@@ -280,14 +294,79 @@ if cluster_up scale-cluster 2 --max-listen-subscriptions 0; then
   scale -scale fanout -n "$LISTENS" -events "$EVENTS" -url "$CL_URLS" -label mcpfleet-cluster-2fe
   cluster_down
 fi
+fi
 
 # What durable delivery costs (issue 18, docs/guarantees.md): a legacy
 # call's acked frames and a resources/updated through the session-events
 # path, in the in-process all-in-one (CPU of the whole process, NATS
 # messages per operation).
+if want durable; then
 echo "== durable delivery cost (in-process all-in-one)"
 (cd "$root" && go test -run '^$' -bench 'BenchmarkLegacyStreamCost|BenchmarkGetStreamUpdateCost' \
   -benchtime 2000x ./internal/e2e/ 2>&1 | grep -E '^(Benchmark|ok|FAIL)') || fail "the durable delivery benchmarks failed"
+fi
+
+# What tracing costs (issue 20): the same echo load on the all-in-one with
+# tracing off (no OTEL_* variable), on (every request sampled: four spans,
+# exported over OTLP/HTTP to a real Jaeger, .cache/bin/jaeger from `make
+# deps`) and with the exporter configured but OTEL_TRACES_SAMPLER=always_off
+# (spans made, none recorded). CPU µs/req is the all-in-one's alone; Jaeger
+# shares the cores, so the req/s of "on" also pays for the receiver. Then
+# BenchmarkTracing: one tools/call in process, off, on and sampled-out, in
+# ns/op and allocs/op.
+tracing_cost() {
+  local jaeger=$root/.cache/bin/jaeger gp hp qp qg hc mode proto jaeger_pid services i urls
+  [ -x "$jaeger" ] || { fail "$jaeger is missing; run 'make deps'"; return; }
+  gp=$(free_port) && hp=$(free_port) && qp=$(free_port) && qg=$(free_port) && hc=$(free_port) || { fail "no free port"; return; }
+  start jaeger env JAEGER_OTLP_GRPC_PORT="$gp" JAEGER_OTLP_HTTP_PORT="$hp" JAEGER_QUERY_HTTP_PORT="$qp" \
+    JAEGER_QUERY_GRPC_PORT="$qg" JAEGER_HEALTH_PORT="$hc" "$jaeger" --config "$root/testdata/jaeger/config.yaml"
+  jaeger_pid=$PID
+  if ! wait_port "$hp" "$jaeger_pid" || ! wait_port "$qp" "$jaeger_pid"; then
+    fail "jaeger did not start; see $logs/jaeger.log"
+    stop "$jaeger_pid"
+    return
+  fi
+  # The three all-in-ones of a protocol run side by side and take the load
+  # in turns at each concurrency, so a change of the machine's load (other
+  # work on its cores) falls on all three alike.
+  local modes=(off on always-off) pids c
+  for proto in legacy modern; do
+    pids=() urls=()
+    for mode in "${modes[@]}"; do
+      case $mode in
+        off) AIO_ENV=() ;;
+        on) AIO_ENV=(OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$hp" OTEL_SERVICE_NAME=bench-trace-on) ;;
+        always-off) AIO_ENV=(OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$hp" OTEL_SERVICE_NAME=bench-trace-always-off OTEL_TRACES_SAMPLER=always_off) ;;
+      esac
+      aio_up "mcpfleet-aio-trace-$mode-$proto" || break
+      pids+=("$AIO_PID") urls+=("$AIO_URL")
+    done
+    if [ ${#pids[@]} = ${#modes[@]} ]; then
+      for c in $CONCS; do
+        for i in "${!modes[@]}"; do
+          bench -label "mcpfleet-aio-trace-${modes[$i]}" -proto "$proto" -url "${urls[$i]}" -pid "${pids[$i]}" -c "$c" -d "$DUR" -warmup "$WARM"
+        done
+      done
+    fi
+    stop "${pids[@]}" # their drain exports the last spans
+  done
+  AIO_ENV=()
+  services=$(curl -s "http://127.0.0.1:$qp/api/services")
+  case $services in
+    *bench-trace-on*) ;;
+    *) fail "no span of the traced runs reached jaeger (services: $services)" ;;
+  esac
+  case $services in
+    *bench-trace-always-off*) fail "the always_off runs exported spans (services: $services)" ;;
+  esac
+  stop "$jaeger_pid"
+  (cd "$root" && go test -run '^$' -bench 'BenchmarkTracing' -benchtime 3000x ./internal/e2e/ 2>&1 |
+    grep -E '^(Benchmark|ok|FAIL)') || fail "BenchmarkTracing failed"
+}
+if want tracing; then
+  echo "== tracing cost: echo tool on the all-in-one, off / on (sampled, to Jaeger) / always_off, c = $CONCS"
+  tracing_cost
+fi
 
 echo
 if [ -s "$results" ]; then

@@ -22,6 +22,10 @@
 #                            checks deploy/prometheus.yml, the rules and the
 #                            dashboard's queries with it, and runs the rules'
 #                            unit tests)
+#   jaeger                  (go build of the committed tools/jaeger module,
+#                            at the version its go.mod pins, into
+#                            .cache/bin/jaeger, unless the one there is that
+#                            version: the tracing tests' OTLP receiver)
 #   Node 22, the MCP conformance suite and the real MCP clients the client
 #   tests drive, from the committed lockfiles in tools/, into the
 #   project-local .cache/ (npm ci).
@@ -196,6 +200,28 @@ first=$(command -v promtool || true)
 if [ -n "$first" ] && [ "$first" != "$GOBIN/promtool" ] && [ "$(promtool_version "$first")" != "$PROMTOOL_VERSION" ]; then
   echo "deps: note: $first ($(promtool_version "$first" || true)) precedes $GOBIN on PATH;" \
     "make puts $GOBIN first, plain 'go test' would run $first"
+fi
+# jaeger: the tracing tests (testenv.StartJaeger) run .cache/bin/jaeger, a
+# real OTLP receiver (Jaeger v2, built on the OpenTelemetry Collector) with
+# a query API. `go install jaeger@version` refuses its module (replace
+# directives), so tools/jaeger is a module of its own whose go.mod names it
+# with a tool directive and whose go.sum pins every dependency; it is built
+# when missing or of another version than go.mod's (the first build takes
+# minutes; later ones come from the build cache).
+JAEGER_VERSION=$(awk '$1 == "github.com/jaegertracing/jaeger" { print $2; exit }' tools/jaeger/go.mod)
+[ -n "$JAEGER_VERSION" ] || { echo "deps: tools/jaeger/go.mod does not require github.com/jaegertracing/jaeger" >&2; exit 1; }
+jaeger_version() { go version -m "$1" 2>/dev/null | awk '$1 == "mod" && $2 == "github.com/jaegertracing/jaeger" { print $3; exit }'; }
+JAEGER=.cache/bin/jaeger
+if [ ! -x "$JAEGER" ] || [ "$(jaeger_version "$JAEGER")" != "$JAEGER_VERSION" ]; then
+  echo "deps: building jaeger $JAEGER_VERSION (tools/jaeger) into $JAEGER"
+  mkdir -p .cache/bin
+  (cd tools/jaeger && go build -o "../../$JAEGER.new" github.com/jaegertracing/jaeger/cmd/jaeger)
+  mv -f "$JAEGER.new" "$JAEGER"
+  got=$(jaeger_version "$JAEGER")
+  if [ "$got" != "$JAEGER_VERSION" ]; then
+    echo "deps: $JAEGER reports '${got}', not $JAEGER_VERSION" >&2
+    exit 1
+  fi
 fi
 
 # npm_install DIR: install tools/DIR's lockfile into .cache/DIR unless it is

@@ -20,6 +20,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
 	"github.com/mcpfleet/mcpfleet/pkg/worker"
 	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Cluster is a multi-process deployment: a nats-server, a redis-server,
@@ -60,6 +61,10 @@ type ClusterOptions struct {
 	// of scripts/cluster.sh) in front of the frontends; its URL is
 	// Cluster.ProxyURL.
 	Nginx bool
+	// FrontendEnv and WorkerEnv ("KEY=value" entries) are added to the
+	// frontends' and the workers' environment (the OTEL_* variables of a
+	// tracing test, say).
+	FrontendEnv, WorkerEnv []string
 }
 
 // StartCluster starts a real multi-process cluster.
@@ -90,7 +95,7 @@ func StartCluster(tb testing.TB, opts ClusterOptions) *Cluster {
 		}
 	}
 	for i := 0; i < opts.Workers; i++ {
-		c.Workers = append(c.Workers, StartWorkerCommand(tb, command, c.NATSURL, wargs...))
+		c.Workers = append(c.Workers, StartWorkerCommandEnv(tb, command, opts.WorkerEnv, c.NATSURL, wargs...))
 	}
 	fargs := opts.FrontendArgs
 	if opts.RedisMode != "" {
@@ -102,7 +107,7 @@ func StartCluster(tb testing.TB, opts ClusterOptions) *Cluster {
 		fargs = append([]string{"--allowed-hosts", fmt.Sprintf("127.0.0.1:%d,localhost:%d", proxyPort, proxyPort)}, fargs...)
 	}
 	for i := 0; i < opts.Frontends; i++ {
-		p, u := StartFrontend(tb, c.NATSURL, c.RedisURL, fargs...)
+		p, u := StartFrontendEnv(tb, opts.FrontendEnv, c.NATSURL, c.RedisURL, fargs...)
 		c.Frontends = append(c.Frontends, p)
 		c.URLs = append(c.URLs, u)
 	}
@@ -199,6 +204,10 @@ type InProcOptions struct {
 	NoFixture bool
 	// Server, when set, is served instead of the example server.
 	Server *mcp.Server
+	// TracerProvider makes the worker's and the frontend's spans (it is
+	// Frontend.TracerProvider unless that is set).
+	// default: the global provider
+	TracerProvider trace.TracerProvider
 }
 
 // logBuffer is an io.Writer that keeps what was written.
@@ -253,7 +262,7 @@ func StartInProc(tb testing.TB, opts InProcOptions) *InProc {
 			tb.Fatal(err)
 		}
 	}
-	w, err := worker.New(nc, srv, &worker.Options{Logger: log})
+	w, err := worker.New(nc, srv, &worker.Options{Logger: log, TracerProvider: opts.TracerProvider})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -268,6 +277,9 @@ func StartInProc(tb testing.TB, opts InProcOptions) *InProc {
 	})
 	fo := opts.Frontend
 	fo.Store = store
+	if fo.TracerProvider == nil {
+		fo.TracerProvider = opts.TracerProvider
+	}
 	if fo.Logger == nil {
 		fo.Logger = log
 	}

@@ -129,9 +129,25 @@ func (p *Proc) Exited() bool {
 }
 
 // Start runs bin with args; the output is captured and shown on failure.
+// Its environment is the test process's without the OTEL_* variables
+// (hermeticEnv).
 func Start(tb testing.TB, name, bin string, args ...string) *Proc {
 	tb.Helper()
-	return StartEnv(tb, name, bin, append(os.Environ(), "GOTRACEBACK=all"), args...)
+	return StartEnv(tb, name, bin, hermeticEnv(), args...)
+}
+
+// hermeticEnv is the environment of the processes tests start: the test
+// process's, with GOTRACEBACK=all and without any OTEL_* variable, so that
+// no process exports spans unless its test says so (an OTLP endpoint set
+// where the tests run would otherwise reach every process).
+func hermeticEnv() []string {
+	env := make([]string, 0, len(os.Environ())+1)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "OTEL_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "GOTRACEBACK=all")
 }
 
 // StartEnv is Start with the process's whole environment: env
@@ -341,11 +357,18 @@ func StartMCPFleet(tb testing.TB, args ...string) (*Proc, string) {
 // AdminURL) and returns it and its endpoint URL.
 func StartFrontend(tb testing.TB, natsURL, redisURL string, args ...string) (*Proc, string) {
 	tb.Helper()
+	return StartFrontendEnv(tb, nil, natsURL, redisURL, args...)
+}
+
+// StartFrontendEnv is StartFrontend with env ("KEY=value" entries) added
+// to the process's environment.
+func StartFrontendEnv(tb testing.TB, env []string, natsURL, redisURL string, args ...string) (*Proc, string) {
+	tb.Helper()
 	bin := filepath.Join(Binaries(tb), "frontend")
 	// Text logs: the tests read them with regular expressions.
 	// No lame-duck delay unless a test asks for one (--drain-delay in
 	// args): nothing here routes by readiness.
-	p := Start(tb, "frontend", bin, append(append([]string{"--listen", "127.0.0.1:0", "--nats-url", natsURL, "--redis-url", redisURL, "--log-format", "text", "--drain-delay", "0"}, adminArgs...), args...)...)
+	p := StartEnv(tb, "frontend", bin, append(hermeticEnv(), env...), append(append([]string{"--listen", "127.0.0.1:0", "--nats-url", natsURL, "--redis-url", redisURL, "--log-format", "text", "--drain-delay", "0"}, adminArgs...), args...)...)
 	return p, p.WaitLog(tb, ServingRE, 20*time.Second)
 }
 
@@ -368,8 +391,15 @@ func StartWorker(tb testing.TB, natsURL string, args ...string) *Proc {
 // serves.
 func StartWorkerCommand(tb testing.TB, command []string, natsURL string, args ...string) *Proc {
 	tb.Helper()
+	return StartWorkerCommandEnv(tb, command, nil, natsURL, args...)
+}
+
+// StartWorkerCommandEnv is StartWorkerCommand with env ("KEY=value"
+// entries) added to the process's environment.
+func StartWorkerCommandEnv(tb testing.TB, command, env []string, natsURL string, args ...string) *Proc {
+	tb.Helper()
 	full := append(append(append(command[1:len(command):len(command)], "--nats-url", natsURL, "--log-format", "text", "--state-key", StateKey), adminArgs...), args...)
-	p := Start(tb, "worker", command[0], full...)
+	p := StartEnv(tb, "worker", command[0], append(hermeticEnv(), env...), full...)
 	p.WaitLog(tb, workerRE, 20*time.Second)
 	return p
 }

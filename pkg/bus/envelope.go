@@ -47,8 +47,10 @@ type RequestHeader struct {
 	Principal string `json:"p,omitempty"`
 	// DeadlineMs is the absolute deadline in Unix milliseconds (0: none).
 	DeadlineMs int64 `json:"dl,omitempty"`
-	// Traceparent and Tracestate carry W3C trace context from the HTTP
-	// request's headers.
+	// Traceparent and Tracestate carry the request's W3C trace context:
+	// the frontend's PRODUCER span of the publish (the parent of the
+	// worker's spans), or with tracing off the caller's context (its
+	// _meta.traceparent, else its traceparent header).
 	Traceparent string `json:"tp,omitempty"`
 	Tracestate  string `json:"ts,omitempty"`
 	// ParamHeaders are a modern request's Mcp-Param-* headers (name after

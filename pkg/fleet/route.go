@@ -81,6 +81,23 @@ func (v *View) RouteFor(era protocol.Era, method string, head *protocol.ParamsHe
 	return Route{Subject: subj.Request(method, "")}
 }
 
+// Serves reports whether a live pool serves the tool (kind "tool") or
+// prompt (kind "prompt") name: what may name a span (unknown names a client
+// makes up must not multiply span names). False while no pool is known.
+func (v *View) Serves(kind, name string) bool {
+	s := v.snap.Load()
+	if !s.live {
+		return false
+	}
+	switch kind {
+	case "tool":
+		return s.cat.HasTool(name)
+	case "prompt":
+		return s.cat.HasPrompt(name)
+	}
+	return false
+}
+
 // routingName is the name a request is routed by on the bus: the tool or
 // prompt it addresses.
 func routingName(method string, head *protocol.ParamsHead) string {

@@ -44,6 +44,7 @@ type Frontend struct {
 
 	hostCheck *origin.List
 	metrics   *Metrics
+	spans     spans // the exchanges' spans (trace.go)
 
 	sub       *nats.Subscription // the worker's frames for this frontend's streams
 	streams   *stream.Streams    // exchanges, GET and resumed streams
@@ -94,7 +95,7 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 	}
 	f := &Frontend{
 		nc: nc, opts: opts, log: log.With("frontend", opts.ID), subj: opts.Subjects, id: opts.ID,
-		hostCheck: hc, shutdown: make(chan struct{}), metrics: opts.Metrics,
+		hostCheck: hc, shutdown: make(chan struct{}), metrics: opts.Metrics, spans: newSpans(opts.TracerProvider),
 	}
 	if f.taskAPI, err = newTasks(f); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
@@ -126,7 +127,7 @@ func (f *Frontend) newStreams() (err error) {
 		ID: f.id, Conn: f.nc, Subjects: f.subj, Events: f.opts.Store, Subscribers: f.opts.Store, Registry: f.reg, ListDigest: f.fleet.ListDigest, Logger: f.log, Metrics: f.metrics,
 		RequestTimeout: f.opts.RequestTimeout, WorkerTimeout: f.opts.WorkerTimeout, KeepAlive: f.opts.KeepAlive,
 		WriteTimeout: f.opts.WriteTimeout, SSERetry: f.opts.SSERetry, StreamBuffer: f.opts.StreamBuffer,
-		Shutdown: f.shutdown, Active: &f.active,
+		Shutdown: f.shutdown, Active: &f.active, Tracer: f.spans.streamTracer(),
 		Admit: func(w http.ResponseWriter, r *http.Request, id protocol.ID, session string) (func(), bool) {
 			h, ok := f.limits.Admit(w, id, session, principalOf(r))
 			return h.Release, ok

@@ -46,7 +46,7 @@ func (f *Frontend) serveMCP(w http.ResponseWriter, r *http.Request) {
 	rec := httpx.NewRecorder(w, r, time.Now())
 	w = rec
 	r = f.observeStart(r, &rec.Rec)
-	defer f.observeEnd(&rec.Rec)
+	defer f.observeEnd(r, &rec.Rec)
 
 	if !f.hostCheck.HostOK(r.Host) {
 		httpx.HTTPError(w, http.StatusForbidden, protocol.CodeInvalidRequest, "Forbidden: Host header not allowed")
@@ -149,6 +149,7 @@ func (f *Frontend) servePost(w http.ResponseWriter, r *http.Request) {
 	}
 	noteTarget(rec, msg.Method, &head)
 	f.beginOperation(w, msg)
+	f.startSpan(r, rec, &head)
 	if f.eraOf(r, msg, &head) == protocol.EraLegacy {
 		f.postLegacy(w, r, msg, &head, body)
 		return

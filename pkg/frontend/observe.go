@@ -19,8 +19,10 @@ func (f *Frontend) observeStart(r *http.Request, rec *httpx.Record) *http.Reques
 }
 
 // observeEnd ends the observation of an exchange, once its handler is
-// done: the metrics, the access log.
-func (f *Frontend) observeEnd(rec *httpx.Record) {
+// done: the span, the metrics, the access log. r is the request
+// observeStart returned.
+func (f *Frontend) observeEnd(r *http.Request, rec *httpx.Record) {
+	f.endSpan(r, rec)
 	f.metrics.InflightAdd(-1)
 	f.metrics.Observe(rec)
 	f.accessLog(rec)

@@ -12,6 +12,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
 	"github.com/mcpfleet/mcpfleet/pkg/frontend/stream"
 	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // MaxIDLen caps Options.ID (it goes into SSE event ids and bus subjects).
@@ -165,6 +166,13 @@ type Options struct {
 	// figures, never message contents nor credentials (see accesslog.go).
 	// default: false, the access log is on
 	NoAccessLog bool
+	// TracerProvider makes the spans: one SERVER span per exchange on the
+	// MCP endpoint and a PRODUCER span per request published to the
+	// workers. The no-op provider (go.opentelemetry.io/otel/trace/noop)
+	// makes none: the caller's trace context (traceparent header or
+	// _meta) is still passed on to the worker.
+	// default: otel.GetTracerProvider(), the global provider
+	TracerProvider trace.TracerProvider
 }
 
 // resolve validates o and fills in the defaults of zero fields (fields

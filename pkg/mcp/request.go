@@ -74,10 +74,13 @@ type RequestInit struct {
 	// tools/call check them against the tool's x-mcp-header arguments.
 	ParamHeaders map[string]string
 	// Traceparent and Tracestate are the W3C trace context the transport
-	// received outside the message (HTTP headers); "" means none. The
-	// request's _meta.traceparent wins over them. Handle puts the trace
-	// context into the handler's context (OpenTelemetry propagation), so
-	// trace.SpanContextFromContext(ctx) gives the caller's span.
+	// received outside the message (HTTP headers, a bus envelope); ""
+	// means none. The request's _meta.traceparent wins over them. Unless
+	// the context given to Handle already carries a span context (the
+	// worker's span, a transport's or an embedder's, which wins), Handle
+	// puts this trace context into the handler's context (OpenTelemetry
+	// propagation), so trace.SpanContextFromContext(ctx) gives the
+	// caller's span.
 	Traceparent, Tracestate string
 }
 

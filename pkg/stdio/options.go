@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/pkg/mcp"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ErrInvalidOptions is wrapped by the error Serve returns, before serving
@@ -67,6 +68,12 @@ type Options struct {
 	// replay within it is refused with -32602).
 	// default: 10 min (DefaultStateTTL)
 	StateTTL time.Duration
+	// TracerProvider makes one SERVER span per request, parented on its
+	// _meta.traceparent; the handler's context carries it. The no-op
+	// provider (go.opentelemetry.io/otel/trace/noop) makes none: the
+	// handler's context then carries the _meta trace context itself.
+	// default: otel.GetTracerProvider(), the global provider
+	TracerProvider trace.TracerProvider
 }
 
 // resolve returns the options with the defaults applied (nil means all

@@ -90,6 +90,7 @@ func (s *session) run(msg *protocol.Message, describe func(*sessionstore.Session
 func (s *session) serveCall(ctx context.Context, c *call, req *mcp.Request, msg *protocol.Message, effect func()) {
 	defer s.wg.Done()
 	defer c.cancel()
+	ctx, span := s.startSpan(ctx, msg)
 	res, err := s.srv.Handle(ctx, req, msg.Params)
 	s.mu.Lock()
 	delete(s.calls, c.key)
@@ -97,16 +98,20 @@ func (s *session) serveCall(ctx context.Context, c *call, req *mcp.Request, msg 
 	cancelled := c.cancelled
 	s.mu.Unlock()
 	if cancelled {
+		endSpan(span, req, msg, nil, nil, false)
 		return // a cancelled request gets no response
 	}
 	if err != nil {
 		e := protocol.AsError(err)
-		if ctx.Err() == context.DeadlineExceeded {
+		timedOut := ctx.Err() == context.DeadlineExceeded
+		if timedOut {
 			e = protocol.ErrRequestTimedOut()
 		}
+		endSpan(span, req, msg, nil, e, timedOut)
 		s.writeError(msg.ID, e)
 		return
 	}
+	endSpan(span, req, msg, res, nil, false)
 	if effect != nil {
 		effect()
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/pkg/mcp"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // store is what the session keeps in its private memory store: the
@@ -24,12 +25,14 @@ type store interface {
 
 // session is the state of the one client of the process.
 type session struct {
-	srv   *mcp.Server
-	opts  *Options
-	log   *slog.Logger
-	out   *writer
-	store store
-	id    string // the session id handlers see, and the record's key
+	srv  *mcp.Server
+	opts *Options
+	// tracer makes the requests' SERVER spans (trace.go); nil: none.
+	tracer trace.Tracer
+	log    *slog.Logger
+	out    *writer
+	store  store
+	id     string // the session id handlers see, and the record's key
 	// baseCtx is the parent of the handlers' contexts; Serve cancels it.
 	baseCtx context.Context
 	// storeCtx bounds the store's calls: baseCtx without its cancellation,
@@ -56,7 +59,7 @@ type session struct {
 
 func newSession(ctx context.Context, srv *mcp.Server, o *Options, out *writer, st store) *session {
 	return &session{
-		srv: srv, opts: o, log: o.Logger, out: out, store: st,
+		srv: srv, opts: o, log: o.Logger, out: out, store: st, tracer: newTracer(o.TracerProvider),
 		id:      "stdio-" + randomHex(8),
 		baseCtx: ctx, storeCtx: context.WithoutCancel(ctx),
 		calls: map[string]*call{}, listens: map[string]*listenSub{}, pending: map[string]chan clientAnswer{},
@@ -126,11 +129,15 @@ func (s *session) initialize(msg *protocol.Message) {
 	}
 	req := mcp.NewRequest(&mcp.RequestInit{Method: msg.Method, ID: msg.ID, Era: protocol.EraLegacy, Features: Features,
 		ClientInfo: p.ClientInfo, ClientCapabilities: p.Capabilities})
-	res, err := s.srv.Handle(s.baseCtx, req, msg.Params)
+	ctx, span := s.startSpan(s.baseCtx, msg)
+	res, err := s.srv.Handle(ctx, req, msg.Params)
 	if err != nil {
-		s.writeError(msg.ID, protocol.AsError(err))
+		e := protocol.AsError(err)
+		endSpan(span, req, msg, nil, e, false)
+		s.writeError(msg.ID, e)
 		return
 	}
+	endSpan(span, req, msg, res, nil, false)
 	ir, ok := res.(*protocol.InitializeResult)
 	if !ok {
 		s.writeError(msg.ID, protocol.ErrInternalFailure())

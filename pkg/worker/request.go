@@ -159,7 +159,7 @@ func (w *Worker) onRequest(m *nats.Msg) {
 	if hdr.DeadlineMs > 0 {
 		deadline = time.UnixMilli(hdr.DeadlineMs)
 	}
-	ctx, cancelDeadline := context.WithDeadline(context.Background(), deadline)
+	ctx, cancelDeadline := context.WithDeadline(w.traceContext(m, hdr), deadline)
 	ctx, cancel := context.WithCancelCause(ctx)
 	f := &inflight{w: w, key: key, reply: m.Reply, ctx: ctx, cancel: cancel, pending: map[string]struct{}{}, acked: w.newAckedSender(hdr, m.Reply, deadline), target: hdr.Target}
 	if hdr.Session != nil {
@@ -173,6 +173,7 @@ func (w *Worker) onRequest(m *nats.Msg) {
 		cancelDeadline()
 		e := shuttingDownError()
 		_ = w.nc.Publish(m.Reply, bus.AppendFrame(nil, bus.FrameResponse, protocol.AppendErrorResponse(nil, msg.ID, e)))
+		endConsume(ctx, "", e)
 		return
 	}
 	if w.opts.MaxInFlight > 0 && w.handlers >= w.opts.MaxInFlight {
@@ -181,6 +182,7 @@ func (w *Worker) onRequest(m *nats.Msg) {
 		cancelDeadline()
 		e := protocol.NewError(protocol.CodeInternalError, "worker busy (%d requests in flight); retry", w.opts.MaxInFlight)
 		_ = w.nc.Publish(m.Reply, bus.AppendFrame(nil, bus.FrameResponse, protocol.AppendErrorResponse(nil, msg.ID, e)))
+		endConsume(ctx, "", e)
 		return
 	}
 	if _, dup := w.inflight[key]; dup {
@@ -189,6 +191,7 @@ func (w *Worker) onRequest(m *nats.Msg) {
 		cancelDeadline()
 		e := protocol.ErrRequestIDInUse(msg.ID)
 		_ = w.nc.Publish(m.Reply, bus.AppendFrame(nil, bus.FrameResponse, protocol.AppendErrorResponse(nil, msg.ID, e)))
+		endConsume(ctx, "", e)
 		return
 	}
 	w.inflight[key] = f

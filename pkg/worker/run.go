@@ -23,7 +23,7 @@ import (
 func (w *Worker) run(ctx context.Context, cancelDeadline context.CancelFunc, f *inflight, req *mcp.Request, msg *protocol.Message) {
 	start := w.opts.Metrics.start(f, msg.Method)
 	stop := context.AfterFunc(ctx, func() { w.expire(ctx, f, msg.Method, msg.ID, start) })
-	out, outcome := w.answer(ctx, req, msg)
+	out, outcome := w.answerTraced(ctx, req, msg)
 	answered := !stop() // expire runs (or ran): the request is its to answer
 	cancelDeadline()
 	w.mu.Lock()
@@ -83,6 +83,7 @@ func (w *Worker) endRequest(f *inflight, method, outcome string, out []byte, sta
 	}
 	w.mu.Unlock()
 	w.opts.Metrics.done(f, method, outcome, out, start)
+	endConsume(f.ctx, outcome, nil)
 	w.wg.Done()
 }
 

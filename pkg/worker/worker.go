@@ -22,6 +22,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/pkg/fleet"
 	"github.com/mcpfleet/mcpfleet/pkg/mcp"
 	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Options configure a Worker. The zero value is valid: every zero field
@@ -74,6 +75,13 @@ type Options struct {
 	// validation error.
 	// default: 1s
 	AckTimeout time.Duration
+	// TracerProvider makes the spans of each request: the CONSUMER span of
+	// its bus message and the INTERNAL span of its handler, whose context
+	// the handler gets. The no-op provider (go.opentelemetry.io/otel/trace/
+	// noop) makes none: the handler's context then carries the envelope's
+	// trace context (the caller's).
+	// default: otel.GetTracerProvider(), the global provider
+	TracerProvider trace.TracerProvider
 }
 
 // ErrInvalidOptions wraps the validation errors of New.
@@ -86,6 +94,8 @@ type Worker struct {
 	opts Options
 	log  *slog.Logger
 	subj bus.Subjects
+	// spans makes the requests' spans (trace.go).
+	spans spans
 
 	subs []*nats.Subscription
 	wg   sync.WaitGroup // requests not yet answered (and notifications being handled)
@@ -155,6 +165,7 @@ func New(nc *nats.Conn, srv *mcp.Server, opts *Options) (*Worker, error) {
 	}
 	w.log = w.log.With("worker", w.opts.ID)
 	w.subj = w.opts.Subjects
+	w.spans = newSpans(w.opts.TracerProvider)
 	ann, err := fleet.NewAnnouncer(nc, fleet.AnnouncerOptions{ID: w.opts.ID, Subjects: w.subj, Logger: w.log, Interval: w.opts.AnnounceInterval})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidOptions, err)

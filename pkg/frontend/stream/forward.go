@@ -156,27 +156,28 @@ func (s *Streams) newExchange(spec *Spec) *exchange {
 // exchange's inbox.
 func (ex *exchange) publish(r *http.Request) error {
 	s, spec := ex.s, ex.spec
+	subject := spec.Subject
+	if subject == "" {
+		subject = s.subj.Request(spec.Msg.Method, spec.Name)
+	}
 	hdr := &bus.RequestHeader{
 		Era: spec.Era, Method: spec.Msg.Method, ID: spec.Msg.ID, Frontend: s.id, Stream: ex.st.id, Session: spec.Session, Principal: spec.Principal,
-		DeadlineMs: ex.deadline.UnixMilli(), Traceparent: r.Header.Get("Traceparent"), Tracestate: r.Header.Get("Tracestate"),
-		ParamHeaders: spec.Params, Listen: true, SessionStream: true, Tasks: true,
+		DeadlineMs: ex.deadline.UnixMilli(), ParamHeaders: spec.Params, Listen: true, SessionStream: true, Tasks: true,
 		CheckParamHeaders: spec.Era == protocol.EraModern,
 	}
 	if rec := httpx.RecordFrom(r.Context()); rec != nil {
 		hdr.Target = rec.Tool + rec.Prompt + rec.Resource // one of them, at most
 	}
+	span := ex.traceHeader(r, hdr, subject)
 	data, err := bus.EncodeRequest(hdr, spec.Msg.Params)
 	if err == nil && !s.nc.IsConnected() {
 		err = nats.ErrConnectionClosed // fail fast during a NATS outage
 	}
 	if err == nil {
-		subject := spec.Subject
-		if subject == "" {
-			subject = s.subj.Request(spec.Msg.Method, spec.Name)
-		}
 		err = s.nc.PublishMsg(&nats.Msg{Subject: subject, Reply: s.subj.Stream(s.id, ex.st.id), Data: data})
 	}
 	ex.published = time.Now()
+	ex.endPublish(span, subject, len(data), err)
 	return err
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
 	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ErrInvalidOptions wraps the validation errors of New.
@@ -110,6 +111,12 @@ type Options struct {
 	// of a Spec's Effect; it returns false to let the stream answer 503.
 	// default: none (always 503)
 	EffectError func(w http.ResponseWriter, id protocol.ID, err error) bool
+	// Tracer makes the PRODUCER span of each request published to the
+	// workers, a child of its exchange's span (httpx.Record.Span); the
+	// envelope carries the span's context.
+	// default: none (no span: the envelope carries the exchange's span
+	// context, the caller's when tracing is off)
+	Tracer trace.Tracer
 }
 
 // Streams serves the client streams of one frontend. Safe for concurrent
