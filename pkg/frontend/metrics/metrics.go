@@ -85,6 +85,9 @@ func New(reg prometheus.Registerer, sessions sessionstore.Counter) *Metrics {
 	for _, r := range []string{"slow_reader", "inbox_overflow", "no_log"} {
 		m.dropMsgs.WithLabelValues(r)
 	}
+	for _, k := range []string{"post", "get", "listen"} {
+		m.dropped.WithLabelValues(k) // at 0 from the start: increase() sees the first drop
+	}
 	reg.MustRegister(m.requests, m.duration, m.inflight, m.streams, m.dropped, m.busRTT, m.sessions,
 		m.store.rtt, m.store.errs, m.fanout, m.dropMsgs)
 	reg.MustRegister(m.ops.Collectors()...)
