@@ -169,6 +169,7 @@ load() { # LABEL PROTO URLS PIDS: one run per concurrency
 echo "== mcpfleet bench: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 echo "$(go version); kernel $(uname -r); $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'); $(nproc) cores shared by servers and load generator"
 echo "duration ${DUR} + warm-up ${WARM} per run; concurrency ${CONCS}; open files limit $(ulimit -n); results in $results"
+echo "mcpfleet servers run with --access-log=false (the peers write no access log) and tracing off unless a section says otherwise"
 
 echo "== building"
 (cd "$PEERS" && go build -o "$bin/" ./cmd/gosdkserver ./cmd/mcpgoserver ./cmd/floorserver) || die "building the peer servers"
@@ -185,7 +186,7 @@ AIO_ENV=()
 aio_up() {
   local name=$1
   shift
-  start "$name" env MCPFLEET_STATE_KEY="$STATE_KEY" "${AIO_ENV[@]}" "$bin/mcpfleet" serve --listen 127.0.0.1:0 --admin-listen off --drain-timeout 2s "$@"
+  start "$name" env MCPFLEET_STATE_KEY="$STATE_KEY" "${AIO_ENV[@]}" "$bin/mcpfleet" serve --listen 127.0.0.1:0 --admin-listen off --access-log=false --drain-timeout 2s "$@"
   AIO_PID=$PID
   AIO_URL=$(serving_url "$logs/$name.log" "$PID") || {
     fail "$name did not start; see $logs/$name.log"
@@ -225,7 +226,7 @@ cluster_up() {
     return 1
   fi
   for i in $(seq "$nfe"); do
-    start "$name-frontend$i" "$bin/frontend" --listen 127.0.0.1:0 --drain-delay 0 --log-format text --nats-url "nats://127.0.0.1:$np" \
+    start "$name-frontend$i" "$bin/frontend" --listen 127.0.0.1:0 --drain-delay 0 --access-log=false --log-format text --nats-url "nats://127.0.0.1:$np" \
       --redis-url "$CL_REDIS" --drain-timeout 2s "$@"
     CL_ALL+=("$PID")
     CL_FE_PIDS+=("$PID")
