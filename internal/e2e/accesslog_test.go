@@ -239,7 +239,8 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 // worker's handler line made with its context (the demo's "sleep
 // started", on the process logger) carries the request's attributes and
 // the caller's trace context; the frontend writes the exchange's access
-// line.
+// line, with the caller's trace id (tracing off: the exchange's span is the
+// caller's).
 func TestClusterLogAttributes(t *testing.T) {
 	c := testenv.StartCluster(t, testenv.ClusterOptions{Frontends: 1})
 	cl := testenv.NewClient(t, c.URLs...)
@@ -253,7 +254,7 @@ func TestClusterLogAttributes(t *testing.T) {
 	testutil.PollFor(t, testenv.HangGuard(10*time.Second), "the worker's sleep line with the request's attributes", func() bool {
 		return worker.MatchString(c.Workers[0].Log())
 	})
-	access := regexp.MustCompile(`msg=access frontend=\S+ http_method=POST method=tools/call tool=sleep rpc_id=5 session=` + sid + ` protocol=2025-11-25 status=200 outcome=ok duration=\S+ remote=127\.0\.0\.1:\d+`)
+	access := regexp.MustCompile(`msg=access frontend=\S+ http_method=POST method=tools/call tool=sleep rpc_id=5 session=` + sid + ` protocol=2025-11-25 status=200 outcome=ok duration=\S+ trace_id=4bf92f3577b34da6a3ce929d0e0e4736 remote=127\.0\.0\.1:\d+`)
 	testutil.PollFor(t, testenv.HangGuard(10*time.Second), "the frontend's access line", func() bool {
 		return access.MatchString(c.Frontends[0].Log())
 	})
