@@ -108,11 +108,14 @@ fmt:
 lint: vet
 
 # mcpfleet beside the peer Go MCP servers of bench/peers (echo tool at
-# c=1, 16, 64: all-in-one, cluster, go-sdk, mcp-go, floor), then the scale
-# figures, what durable delivery and tracing cost (off, on and exported to
-# Jaeger, always_off), and the targets. BENCH_DURATION (default 5s) is
-# each run's measured time, BENCH_SECTIONS picks parts; scripts/bench.sh
-# lists the other knobs.
+# c=1, 16, 64: all-in-one, cluster of 4 processes, 2 frontends + 2 workers
+# with requests alternating between the frontends, go-sdk, mcp-go, floor),
+# the clusters' CPU per kind of process and Redis commands per request,
+# then the scale figures, what durable delivery and tracing cost (off, on
+# and exported to Jaeger, always_off), the targets (issue 21's, at c=64)
+# with PASS/FAIL, and a chart, .cache/bench/chart.svg. BENCH_DURATION
+# (default 5s) is each run's measured time, BENCH_SECTIONS picks parts;
+# scripts/bench.sh lists the other knobs.
 .PHONY: bench
 bench:
 	./scripts/bench.sh

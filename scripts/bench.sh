@@ -2,7 +2,15 @@
 # make bench: mcpfleet side by side with the peer Go MCP servers of
 # bench/peers (go-sdk, mcp-go, a bare net/http floor; their own Go module,
 # see bench/peers/README.md), then the scale figures, what durable delivery
-# and tracing cost, then the project's targets with PASS/FAIL.
+# and tracing cost, then the project's targets with PASS/FAIL (issue 21's,
+# at c=64). mcpfleet runs as the all-in-one, as a cluster of 4 processes
+# (a frontend, a worker, nats-server, redis-server) and as a cluster of 2
+# frontends and 2 workers with each request of a session sent to the other
+# frontend than the last (no sticky routing); the clusters' CPU is summed
+# over all their processes and also shown per kind of process, with the
+# Redis commands per request. The report ends with a chart,
+# $BENCH_OUT/chart.svg: req/s and CPU per request at c=64 of each
+# configuration and peer, legacy and modern.
 #
 # Every configuration calls the echo tool at each concurrency of
 # BENCH_CONCURRENCY with `mcpfleet bench`; every server is started here, on
@@ -17,7 +25,8 @@
 #   BENCH_IDLE_SESSIONS  idle legacy sessions [1000]
 #   BENCH_LISTENS        idle listen streams, and fan-out streams [10000]
 #   BENCH_FANOUT_EVENTS  touch_resource events of the fan-out [20]
-#   BENCH_OUT            results (results.jsonl) and server logs [.cache/bench]
+#   BENCH_OUT            results (results.jsonl), the chart (chart.svg) and
+#                        server logs [.cache/bench]
 #   BENCH_SECTIONS       what to run, of "throughput scale durable tracing"
 #                        [all four]
 #
@@ -76,8 +85,9 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/mcpfleet-bench.XXXXXX")
 bin=$work/bin
 logs=$OUT/logs
 results=$OUT/results.jsonl
+chart=$OUT/chart.svg
 mkdir -p "$bin" "$logs"
-rm -f "$logs"/*.log "$results"
+rm -f "$logs"/*.log "$results" "$chart"
 
 # Processes started here: "pid" entries, removed once stopped and reaped.
 PIDS=()
@@ -159,17 +169,23 @@ scale() {
   timeout -k 5 "$SCALE_TIMEOUT" "$bin/mcpfleet" bench -jsonl "$results" "$@" ||
     fail "mcpfleet bench $* exited with status $?"
 }
-load() { # LABEL PROTO URLS PIDS: one run per concurrency
-  local c
+load() { # LABEL PROTO URLS PIDS [BENCH FLAGS...]: one run per concurrency
+  local c label=$1 proto=$2 urls=$3 pids=$4
+  shift 4
   for c in $CONCS; do
-    bench -label "$1" -proto "$2" -url "$3" -pid "$4" -c "$c" -d "$DUR" -warmup "$WARM"
+    bench -label "$label" -proto "$proto" -url "$urls" -pid "$pids" -c "$c" -d "$DUR" -warmup "$WARM" "$@"
   done
 }
+# What every mcpfleet server of the throughput runs has on, recorded with
+# each result and noted under the report's table. Durable delivery (issue
+# 18) cannot be turned off.
+FEATURES="durable delivery on (always), tracing off (no OTEL_* variable), access log off (--access-log=false)"
 
 echo "== mcpfleet bench: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 echo "$(go version); kernel $(uname -r); $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'); $(nproc) cores shared by servers and load generator"
 echo "duration ${DUR} + warm-up ${WARM} per run; concurrency ${CONCS}; open files limit $(ulimit -n); results in $results"
 echo "mcpfleet servers run with --access-log=false (the peers write no access log) and tracing off unless a section says otherwise"
+[[ " $CONCS " == *" 64 "* ]] || echo "note: the targets and the chart are at c=64, which BENCH_CONCURRENCY does not include: they will say MISSING"
 
 echo "== building"
 (cd "$PEERS" && go build -o "$bin/" ./cmd/gosdkserver ./cmd/mcpgoserver ./cmd/floorserver) || die "building the peer servers"
@@ -195,12 +211,13 @@ aio_up() {
   }
 }
 
-# cluster_up NAME FRONTENDS [FRONTEND ARGS...]: nats-server, redis-server,
-# one worker and FRONTENDS frontends. Sets CL_URLS (comma list), CL_FE_PIDS
-# (array), CL_PIDS (comma list of all four kinds), CL_REDIS, CL_ALL (array).
+# cluster_up NAME FRONTENDS WORKERS [FRONTEND ARGS...]: nats-server,
+# redis-server, WORKERS workers and FRONTENDS frontends. Sets CL_URLS (comma
+# list), CL_FE_PIDS (array), CL_PIDS (comma list KIND:PID of every process:
+# nats-server, redis-server, worker, frontend), CL_REDIS, CL_ALL (array).
 cluster_up() {
-  local name=$1 nfe=$2 np rp i url
-  shift 2
+  local name=$1 nfe=$2 nw=$3 np rp i url
+  shift 3
   CL_URLS="" CL_FE_PIDS=() CL_ALL=()
   np=$(free_port) && rp=$(free_port) || { fail "no free port"; return 1; }
   printf 'listen: 127.0.0.1:%s\nmax_payload: 8MB\n' "$np" >"$work/$name-nats.conf"
@@ -217,20 +234,23 @@ cluster_up() {
     return 1
   fi
   CL_REDIS=redis://127.0.0.1:$rp/0
-  start "$name-worker" env MCPFLEET_STATE_KEY="$STATE_KEY" "$bin/worker" --nats-url "nats://127.0.0.1:$np" --drain-timeout 2s --log-format text
-  CL_ALL+=("$PID")
-  CL_PIDS="$nats_pid,$redis_pid,$PID"
-  if ! wait_log "$logs/$name-worker.log" "$PID" 'msg="worker serving"' >/dev/null; then
-    fail "$name: the worker did not start; see $logs/$name-worker.log"
-    stop "${CL_ALL[@]}"
-    return 1
-  fi
+  CL_PIDS="nats-server:$nats_pid,redis-server:$redis_pid"
+  for i in $(seq "$nw"); do
+    start "$name-worker$i" env MCPFLEET_STATE_KEY="$STATE_KEY" "$bin/worker" --nats-url "nats://127.0.0.1:$np" --drain-timeout 2s --log-format text
+    CL_ALL+=("$PID")
+    CL_PIDS="$CL_PIDS,worker:$PID"
+    if ! wait_log "$logs/$name-worker$i.log" "$PID" 'msg="worker serving"' >/dev/null; then
+      fail "$name: worker $i did not start; see $logs/$name-worker$i.log"
+      stop "${CL_ALL[@]}"
+      return 1
+    fi
+  done
   for i in $(seq "$nfe"); do
     start "$name-frontend$i" "$bin/frontend" --listen 127.0.0.1:0 --drain-delay 0 --access-log=false --log-format text --nats-url "nats://127.0.0.1:$np" \
       --redis-url "$CL_REDIS" --drain-timeout 2s "$@"
     CL_ALL+=("$PID")
     CL_FE_PIDS+=("$PID")
-    CL_PIDS="$CL_PIDS,$PID"
+    CL_PIDS="$CL_PIDS,frontend:$PID"
     if ! url=$(serving_url "$logs/$name-frontend$i.log" "$PID"); then
       fail "$name: frontend $i did not start; see $logs/$name-frontend$i.log"
       stop "${CL_ALL[@]}"
@@ -248,14 +268,24 @@ if want throughput; then
 echo "== throughput and latency: echo tool, c = $CONCS"
 for proto in legacy modern; do
   if aio_up "mcpfleet-aio-$proto"; then
-    load mcpfleet-aio "$proto" "$AIO_URL" "$AIO_PID"
+    load mcpfleet-aio "$proto" "$AIO_URL" "$AIO_PID" -features "$FEATURES"
     stop "$AIO_PID"
   fi
 done
 for proto in legacy modern; do
-  # CPU summed over nats-server, redis-server, the worker and the frontend.
-  if cluster_up "cluster-$proto" 1; then
-    load mcpfleet-cluster "$proto" "$CL_URLS" "$CL_PIDS"
+  # CPU summed over nats-server, redis-server, the worker and the
+  # frontend, and per kind; Redis commands counted over each window.
+  if cluster_up "cluster-$proto" 1 1; then
+    load mcpfleet-cluster "$proto" "$CL_URLS" "$CL_PIDS" -redis "$CL_REDIS" -features "$FEATURES"
+    cluster_down
+  fi
+done
+for proto in legacy modern; do
+  # As deployed behind a load balancer without sticky routing: 2
+  # frontends, 2 workers, every request of a session on the other
+  # frontend than its last; CPU of all six processes.
+  if cluster_up "cluster2-$proto" 2 2; then
+    load mcpfleet-cluster-2fe2w "$proto" "$CL_URLS" "$CL_PIDS" -alternate -redis "$CL_REDIS" -features "$FEATURES"
     cluster_down
   fi
 done
@@ -288,7 +318,7 @@ fi
 # nats-server + redis-server + 2 frontends (no listen cap) + 1 worker:
 # sessions on frontend 2 (with Redis), idle listen streams on frontend 1,
 # then the fan-out over both.
-if cluster_up scale-cluster 2 --max-listen-subscriptions 0; then
+if cluster_up scale-cluster 2 1 --max-listen-subscriptions 0; then
   fe1=${CL_URLS%%,*} fe2=${CL_URLS##*,}
   scale -scale sessions -n "$IDLE_SESSIONS" -url "$fe2" -pid "${CL_FE_PIDS[1]}" -redis "$CL_REDIS" -label mcpfleet-cluster
   scale -scale listens -n "$LISTENS" -url "$fe1" -pid "${CL_FE_PIDS[0]}" -label mcpfleet-frontend
@@ -331,6 +361,7 @@ tracing_cost() {
   # in turns at each concurrency, so a change of the machine's load (other
   # work on its cores) falls on all three alike.
   local modes=(off on always-off) pids c
+  local trace_features=("tracing off" "tracing on (every request sampled, OTLP/HTTP to Jaeger)" "tracing exporter configured, OTEL_TRACES_SAMPLER=always_off")
   for proto in legacy modern; do
     pids=() urls=()
     for mode in "${modes[@]}"; do
@@ -345,7 +376,8 @@ tracing_cost() {
     if [ ${#pids[@]} = ${#modes[@]} ]; then
       for c in $CONCS; do
         for i in "${!modes[@]}"; do
-          bench -label "mcpfleet-aio-trace-${modes[$i]}" -proto "$proto" -url "${urls[$i]}" -pid "${pids[$i]}" -c "$c" -d "$DUR" -warmup "$WARM"
+          bench -label "mcpfleet-aio-trace-${modes[$i]}" -proto "$proto" -url "${urls[$i]}" -pid "${pids[$i]}" -c "$c" -d "$DUR" -warmup "$WARM" \
+            -features "durable delivery on (always), ${trace_features[$i]}, access log off (--access-log=false)"
         done
       done
     fi
@@ -371,12 +403,13 @@ fi
 
 echo
 if [ -s "$results" ]; then
-  "$bin/mcpfleet" bench report "$results" || fail "the report failed"
+  "$bin/mcpfleet" bench report -svg "$chart" "$results" || fail "the report failed"
 else
   fail "no results"
 fi
 echo
 echo "results: $results; server logs: $logs"
+[ -s "$chart" ] && echo "chart: $chart (req/s and CPU µs/request at c=64, legacy and modern, per configuration)"
 if [ "$errors" -gt 0 ]; then
   echo "bench: $errors error(s), see above" >&2
   exit 1

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -23,6 +22,7 @@ const benchUsage = `usage: mcpfleet bench [flags]                 load: tools/ca
 Load (like redis-benchmark or nats bench), loopback URLs only:
   mcpfleet bench -url http://127.0.0.1:8080/mcp -proto legacy -c 64 -d 10s
   mcpfleet bench -url http://127.0.0.1:8081/mcp,http://127.0.0.1:8082/mcp -proto modern -pid 1234,1235
+  mcpfleet bench -url U1,U2 -alternate -pid frontend:11,frontend:12,worker:13,nats-server:14,redis-server:15 -redis redis://127.0.0.1:6379
 Scale (-scale sessions | listens | fanout, -n items):
   mcpfleet bench -scale sessions -n 1000 -url U -pid P -redis redis://127.0.0.1:6379
   mcpfleet bench -scale listens -n 10000 -url U -pid P     (raise ulimit -n first)
@@ -52,7 +52,9 @@ func runBench(args []string) int {
 		sessions = fs.Int("sessions", 0, "legacy sessions to initialize, shared round-robin by the clients (0: one per client)")
 		tool     = fs.String("tool", "echo", "tool to call")
 		toolArgs = fs.String("args", `{"text":"hello"}`, "tool arguments (a JSON object)")
-		pids     = fs.String("pid", "", "server PIDs, comma-separated: CPU per request, RSS and threads summed over them (Linux /proc)")
+		pids     = fs.String("pid", "", "server PIDs, comma-separated: CPU per request, RSS and threads summed over them (Linux /proc); an entry KIND:PID (frontend:123) also gives the CPU per request of each kind")
+		alt      = fs.Bool("alternate", false, "send each request of a session (of a client, when modern) to the next URL of -url after the one its last request went to: with two URLs, always the other frontend (no sticky routing)")
+		features = fs.String("features", "", "what the server runs with, recorded in the result and noted by the report (e.g. \"durable delivery on, tracing off\")")
 		asJSON   = fs.Bool("json", false, "print one JSON object instead of the summary")
 		jsonl    = fs.String("jsonl", "", "also append the JSON result as one line to `FILE` (read by mcpfleet bench report)")
 		quiet    = fs.Bool("quiet", false, "no progress line on stderr")
@@ -63,7 +65,7 @@ func runBench(args []string) int {
 		events   = fs.Int("events", 20, "fanout: touch_resource events")
 		uri      = fs.String("uri", loadgen.DefaultFanOutURI, "listens/fanout: resource URI the streams subscribe to")
 		metrics  = fs.String("metrics", "", "scale: Prometheus URLs whose go_goroutines are compared: the processes' admin listeners, e.g. http://127.0.0.1:9090/metrics (default: none, goroutines not measured)")
-		redisURL = fs.String("redis", "", "sessions: Redis URL whose used_memory is compared (redis://127.0.0.1:6379)")
+		redisURL = fs.String("redis", "", "Redis URL (redis://127.0.0.1:6379, loopback only): load: INFO commandstats and stats before and after the window, Redis commands per request; sessions: used_memory compared")
 		settle   = fs.Duration("settle", 2*time.Second, "scale: pause before the 'after' sample")
 		warmSess = fs.Int("warmup-sessions", 0, "sessions: idle sessions opened before the 'before' sample (0: as many as -n; -1: none)")
 	)
@@ -77,7 +79,7 @@ func runBench(args []string) int {
 		fmt.Fprintf(os.Stderr, "mcpfleet bench: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	pidList, err := parsePIDs(*pids)
+	pidList, pidKinds, err := loadgen.ParsePIDs(*pids)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mcpfleet bench:", err)
 		return 2
@@ -111,8 +113,8 @@ func runBench(args []string) int {
 		}
 	} else {
 		cfg := loadgen.Config{URLs: loadgen.SplitList(*urls), Proto: loadgen.Proto(*proto), Concurrency: *conc, Duration: *dur,
-			Warmup: *warm, Sessions: *sessions, Tool: *tool, Args: json.RawMessage(*toolArgs), PIDs: pidList,
-			RequestTimeout: *timeout, Label: *label}
+			Warmup: *warm, Sessions: *sessions, Tool: *tool, Args: json.RawMessage(*toolArgs), PIDs: pidList, PIDKinds: pidKinds,
+			RedisURL: *redisURL, Alternate: *alt, Features: *features, RequestTimeout: *timeout, Label: *label}
 		if !*quiet {
 			cfg.Progress = os.Stderr
 		}
@@ -160,18 +162,6 @@ func runBench(args []string) int {
 	return 0
 }
 
-func parsePIDs(s string) ([]int, error) {
-	var out []int
-	for _, f := range loadgen.SplitList(s) {
-		p, err := strconv.Atoi(f)
-		if err != nil || p <= 0 {
-			return nil, fmt.Errorf("bad -pid entry %q", f)
-		}
-		out = append(out, p)
-	}
-	return out, nil
-}
-
 // runBenchReport is `mcpfleet bench report FILE...`: the load table with
 // ratios, the scale figures and the targets, from -jsonl files.
 func runBenchReport(args []string) int {
@@ -179,8 +169,11 @@ func runBenchReport(args []string) int {
 	var o loadgen.ReportOptions
 	fs.StringVar(&o.Ref, "ref", "mcp-go", "label the ratios are relative to")
 	fs.StringVar(&o.AllInOne, "aio", "mcpfleet-aio", "label of mcpfleet's all-in-one runs")
-	fs.StringVar(&o.Cluster, "cluster", "mcpfleet-cluster", "label of mcpfleet's cluster runs")
+	fs.StringVar(&o.Cluster, "cluster", "mcpfleet-cluster", "label of mcpfleet's cluster runs (one frontend, one worker)")
+	fs.StringVar(&o.Cluster2, "cluster2", "mcpfleet-cluster-2fe2w", "label of the runs on 2 frontends and 2 workers, requests alternating between the frontends")
+	fs.IntVar(&o.Concurrency, "c", 64, "concurrency the targets and the chart are evaluated at")
 	targets := fs.Bool("targets", true, "print the targets with PASS/FAIL")
+	svg := fs.String("svg", "", "also write the chart (req/s and CPU µs/request of each configuration, legacy and modern) as SVG to `FILE`")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: mcpfleet bench report [flags] FILE...")
 		fs.PrintDefaults()
@@ -217,6 +210,12 @@ func runBenchReport(args []string) int {
 	if len(all.Loads) > 0 {
 		fmt.Fprintln(w, "== throughput and latency (echo tool; CPU = server processes' CPU time / successful requests)")
 		all.WriteTable(w, o)
+		all.WriteNotes(w)
+		fmt.Fprintln(w)
+	}
+	if all.HasBreakdown() {
+		fmt.Fprintln(w, "== CPU µs per request by process, and Redis per request (cluster runs)")
+		all.WriteBreakdown(w, o)
 		fmt.Fprintln(w)
 	}
 	if len(all.Sessions)+len(all.Listens)+len(all.FanOuts) > 0 {
@@ -228,5 +227,26 @@ func runBenchReport(args []string) int {
 		fmt.Fprintln(w, "== targets")
 		all.WriteTargets(w, o)
 	}
+	if *svg != "" && len(all.Loads) == 0 {
+		fmt.Fprintf(w, "\nchart: not written, no load results\n")
+	} else if *svg != "" {
+		if err := writeChart(*svg, all, o); err != nil {
+			fmt.Fprintln(os.Stderr, "mcpfleet bench report:", err)
+			return 1
+		}
+		fmt.Fprintf(w, "\nchart: %s\n", *svg)
+	}
 	return 0
+}
+
+func writeChart(path string, recs *loadgen.Records, o loadgen.ReportOptions) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := recs.WriteSVG(f, o); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -72,13 +72,16 @@ type rpcMsg struct {
 	Error  *rpcError       `json:"error"`
 }
 
-// client sends MCP POSTs round-robin over its URLs.
+// client sends MCP POSTs round-robin over its URLs, or, when alternate is
+// set, each session's (each worker's, when modern) next request to the URL
+// after the one its last request went to.
 type client struct {
-	urls    []string
-	next    atomic.Uint64
-	hc      *http.Client
-	tr      *http.Transport
-	timeout time.Duration
+	urls      []string
+	next      atomic.Uint64
+	alternate bool
+	hc        *http.Client
+	tr        *http.Transport
+	timeout   time.Duration
 }
 
 func newClient(urls []string, conns int, timeout time.Duration) *client {
@@ -104,6 +107,9 @@ func (c *client) pickURL() string {
 	return c.urls[(c.next.Add(1)-1)%uint64(len(c.urls))]
 }
 
+// urlAt returns the URL of turn i (taken modulo the number of URLs).
+func (c *client) urlAt(i uint64) string { return c.urls[i%uint64(len(c.urls))] }
+
 // Header values shared by every request (never modified).
 var (
 	hvJSON   = []string{"application/json"}
@@ -115,6 +121,9 @@ type conn struct {
 	body []byte
 	buf  bytes.Buffer
 	sse  sseReader
+	// next is the turn of the worker's next session-less request when the
+	// client alternates.
+	next uint64
 }
 
 // reply is what one exchange produced.
@@ -124,15 +133,19 @@ type reply struct {
 	sse    bool // the reply was an SSE stream
 }
 
-// post sends body to the next URL with the headers set by hdr, and reads
+// post sends body to u (the next URL of the round-robin when empty) with
+// the headers set by hdr, and reads
 // the JSON-RPC response whose id is wantID (nil for a notification, which
 // expects 2xx and no response). The latency ends when the response is
 // decoded; the rest of the body is drained afterwards so the connection
 // is reused.
-func (c *client) post(ctx context.Context, w *conn, body []byte, hdr func(http.Header), wantID []byte) (*reply, *CallError) {
+func (c *client) post(ctx context.Context, w *conn, u string, body []byte, hdr func(http.Header), wantID []byte) (*reply, *CallError) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.pickURL(), bytes.NewReader(body))
+	if u == "" {
+		u = c.pickURL()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
 	if err != nil {
 		return nil, callErr(KindTransport, "%v", err)
 	}
@@ -230,13 +243,24 @@ func statusError(resp *http.Response) *CallError {
 type session struct {
 	id      []string // Mcp-Session-Id header value (nil when none)
 	version []string // MCP-Protocol-Version header value
+	// next is the turn of the session's next request when the client
+	// alternates (workers may share a session).
+	next atomic.Uint64
 }
 
 // initialize opens a legacy session: initialize, then
-// notifications/initialized.
+// notifications/initialized. When the client alternates, the sessions
+// start on the URLs in turn and every message after the first goes to the
+// URL after the one before it.
 func (c *client) initialize(ctx context.Context, w *conn) (*session, *CallError) {
+	var u0, u1 string
+	var turn uint64
+	if c.alternate {
+		turn = c.next.Add(1) - 1
+		u0, u1 = c.urlAt(turn), c.urlAt(turn+1)
+	}
 	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":%q,"version":"1.0"}}}`, LegacyVersion, ClientName)
-	r, cerr := c.post(ctx, w, []byte(body), nil, []byte("0"))
+	r, cerr := c.post(ctx, w, u0, []byte(body), nil, []byte("0"))
 	if cerr != nil {
 		return nil, cerr
 	}
@@ -245,11 +269,12 @@ func (c *client) initialize(ctx context.Context, w *conn) (*session, *CallError)
 		return nil, callErr(KindBadResponse, "initialize result without protocolVersion")
 	}
 	s := &session{version: []string{ver}}
+	s.next.Store(turn + 2)
 	if sid := r.header.Get("Mcp-Session-Id"); sid != "" {
 		s.id = []string{sid}
 	}
 	note := []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	if _, cerr := c.post(ctx, w, note, s.setHeaders, nil); cerr != nil {
+	if _, cerr := c.post(ctx, w, u1, note, s.setHeaders, nil); cerr != nil {
 		return nil, cerr
 	}
 	return s, nil
@@ -300,7 +325,16 @@ func (c *client) do(ctx context.Context, w *conn, k *call, s *session, id int64)
 	if s != nil {
 		hdr = s.setHeaders
 	}
-	r, cerr := c.post(ctx, w, w.body, hdr, w.body[idStart:idEnd])
+	var u string
+	if c.alternate {
+		if s != nil {
+			u = c.urlAt(s.next.Add(1) - 1)
+		} else {
+			u = c.urlAt(w.next)
+			w.next++
+		}
+	}
+	r, cerr := c.post(ctx, w, u, w.body, hdr, w.body[idStart:idEnd])
 	if cerr != nil {
 		return r != nil && r.sse, cerr
 	}

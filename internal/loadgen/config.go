@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -49,6 +50,13 @@ type Config struct {
 	// over them, one URL per request, so a legacy session initialized on
 	// one frontend is then used on all.
 	URLs []string
+	// Alternate sends each request of a session (of a worker, when modern)
+	// to the URL after the one its previous request went to: with two
+	// frontends, every request lands on the other frontend than the last,
+	// as behind a load balancer without sticky routing. Without it the
+	// round-robin is over all requests, so a session's consecutive
+	// requests may land on the same URL.
+	Alternate bool
 	// Proto is Legacy (default) or Modern.
 	Proto Proto
 	// Concurrency is the number of workers, each with one request in
@@ -68,6 +76,18 @@ type Config struct {
 	// PIDs are server processes whose CPU time, RSS and threads are summed
 	// over the measured window (Linux /proc).
 	PIDs []int
+	// PIDKinds, when set, has one entry per PID: the kind of process
+	// ("frontend", "worker", "nats-server", ...); the result then has the
+	// CPU per request of each kind beside the total. Empty entries are
+	// counted as "other".
+	PIDKinds []string
+	// RedisURL, when set, is a Redis (loopback only) whose INFO
+	// commandstats and stats are read before and after the measured
+	// window: Redis commands per request.
+	RedisURL string
+	// Features is free text recorded with the result: what the server
+	// was running with (e.g. "durable delivery on, tracing off").
+	Features string
 	// Progress, when set, receives one line per ProgressInterval (default
 	// 1s) while the run goes on.
 	Progress         io.Writer
@@ -133,7 +153,57 @@ func (c Config) withDefaults() (Config, error) {
 			return c, fmt.Errorf("loadgen: bad PID %d", p)
 		}
 	}
+	if len(c.PIDKinds) > 0 && len(c.PIDKinds) != len(c.PIDs) {
+		return c, fmt.Errorf("loadgen: %d PID kinds for %d PIDs", len(c.PIDKinds), len(c.PIDs))
+	}
+	if c.RedisURL != "" {
+		if _, _, err := redisAddr(c.RedisURL); err != nil {
+			return c, err
+		}
+	}
 	return c, nil
+}
+
+// ParsePIDs reads a -pid flag: comma-separated PIDs, each optionally
+// prefixed with its kind, as in "frontend:101,frontend:102,worker:103,
+// nats-server:104,redis-server:105". It returns the PIDs and, when any
+// entry has a kind, the kind of each ("" for those without).
+func ParsePIDs(s string) ([]int, []string, error) {
+	var pids []int
+	var kinds []string
+	anyKind := false
+	for _, f := range SplitList(s) {
+		kind, num, ok := strings.Cut(f, ":")
+		if !ok {
+			kind, num = "", f
+		}
+		if ok && !validKind(kind) {
+			return nil, nil, fmt.Errorf("bad -pid entry %q: the kind must be letters, digits, '-' or '_'", f)
+		}
+		p, err := strconv.Atoi(num)
+		if err != nil || p <= 0 {
+			return nil, nil, fmt.Errorf("bad -pid entry %q", f)
+		}
+		anyKind = anyKind || kind != ""
+		pids = append(pids, p)
+		kinds = append(kinds, kind)
+	}
+	if !anyKind {
+		kinds = nil
+	}
+	return pids, kinds, nil
+}
+
+func validKind(k string) bool {
+	if k == "" || len(k) > 64 {
+		return false
+	}
+	for _, r := range k {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // compactObject checks that raw is one JSON object and returns it compacted.

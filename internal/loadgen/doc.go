@@ -2,9 +2,12 @@
 // `mcpfleet bench` and `make bench`.
 //
 // Run drives tools/call requests at an MCP Streamable HTTP endpoint (one
-// or several frontends, round-robin per request) for a bounded time and
-// reports throughput, latency percentiles, errors by kind and, given
-// server PIDs, server CPU per request and RSS. Two wire shapes:
+// or several frontends, round-robin per request, or with Config.Alternate
+// each session's request on the next frontend after its last) for a
+// bounded time and reports throughput, latency percentiles, errors by kind
+// and, given server PIDs, server CPU per request and RSS, in total and per
+// kind of process (Config.PIDKinds); given a Redis URL, the Redis commands
+// per request. Two wire shapes:
 //
 //   - legacy (2025-11-25): initialize + notifications/initialized per
 //     session, then requests carrying Mcp-Session-Id and
@@ -21,6 +24,10 @@
 // open), MeasureIdleListens (idle subscriptions/listen streams) and
 // MeasureFanOut (one notifications/resources/updated delivered to many
 // listen streams).
+//
+// Records (ReadRecords of -jsonl files) make the report: the table with
+// ratios to a reference, the per-kind breakdown, the scale figures, the
+// targets with PASS/FAIL (Targets) and the chart (WriteSVG).
 //
 // Everything is bounded: only loopback URLs are accepted, every HTTP
 // exchange has a timeout and a run lasts at most MaxDuration.

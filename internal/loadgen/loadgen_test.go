@@ -1,14 +1,20 @@
 package loadgen_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -316,5 +322,160 @@ func TestMetricsAndRedisProbes(t *testing.T) {
 	}
 	if _, err := loadgen.ScrapeGauge(context.Background(), hs.URL+"/metrics", "nope"); err == nil {
 		t.Error("a missing metric was found")
+	}
+}
+
+// TestRunAlternates: with -alternate, every message of a legacy session
+// after the first goes to the other URL than the one before it, and the
+// sessions start on both; modern requests split evenly.
+func TestRunAlternates(t *testing.T) {
+	var mu sync.Mutex
+	seq := map[string][]string{} // session id -> the servers of its messages, in order
+	perServer := map[string]int{}
+	var nextSession atomic.Int64
+	handler := func(name string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			b, _ := io.ReadAll(r.Body)
+			_ = json.Unmarshal(b, &m)
+			sid := r.Header.Get("Mcp-Session-Id")
+			if m.Method == "initialize" {
+				sid = fmt.Sprint("s", nextSession.Add(1))
+				w.Header().Set("Mcp-Session-Id", sid)
+			}
+			mu.Lock()
+			if sid != "" {
+				seq[sid] = append(seq[sid], name)
+			}
+			perServer[name]++
+			mu.Unlock()
+			if m.ID == nil {
+				w.WriteHeader(http.StatusAccepted)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"protocolVersion":"2025-11-25","content":[]}}`)
+		})
+	}
+	a, b := httptest.NewServer(handler("a")), httptest.NewServer(handler("b"))
+	defer a.Close()
+	defer b.Close()
+	urls := []string{a.URL + "/mcp", b.URL + "/mcp"}
+	res, err := loadgen.Run(context.Background(), loadgen.Config{URLs: urls, Alternate: true, Concurrency: 4, Sessions: 6,
+		Duration: 300 * time.Millisecond, Warmup: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OK == 0 || res.Errors != 0 || !res.Alternate {
+		t.Fatalf("ok=%d errors=%d alternate=%v %v", res.OK, res.Errors, res.Alternate, res.ErrorSamples)
+	}
+	mu.Lock()
+	if len(seq) != 6 {
+		t.Fatalf("%d sessions", len(seq))
+	}
+	first := map[string]int{}
+	for sid, s := range seq {
+		first[s[0]]++
+		if len(s) < 3 {
+			t.Errorf("session %s: only %v", sid, s)
+		}
+		for i := 1; i < len(s); i++ {
+			if s[i] == s[i-1] {
+				t.Errorf("session %s: message %d went to %s again: %v", sid, i, s[i], s)
+				break
+			}
+		}
+	}
+	if first["a"] != 3 || first["b"] != 3 {
+		t.Errorf("sessions started on %v, want 3 and 3", first)
+	}
+	clear(perServer)
+	mu.Unlock()
+
+	res, err = loadgen.Run(context.Background(), loadgen.Config{URLs: urls, Alternate: true, Proto: loadgen.Modern, Concurrency: 3,
+		Duration: 200 * time.Millisecond})
+	if err != nil || res.OK == 0 || res.Errors != 0 {
+		t.Fatalf("modern: %v %+v", err, res)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// Each client alternates, so the two servers differ by at most one
+	// request per client (plus the last ones, cut by the end of the run).
+	if d := perServer["a"] - perServer["b"]; d < -6 || d > 6 {
+		t.Errorf("modern split %v", perServer)
+	}
+}
+
+// TestRunByKindAndRedis: a load with PID kinds and a (real) Redis URL has
+// the CPU of each kind and the Redis counters of the window; the
+// counters leave out the samples' own commands.
+func TestRunByKindAndRedis(t *testing.T) {
+	_, redisURL := testenv.StartRedisServer(t)
+	ctx := context.Background()
+	addr := strings.TrimSuffix(strings.TrimPrefix(redisURL, "redis://"), "/0")
+
+	// Exactly 15 PINGs and one EVAL running one SET, on a connection left
+	// open until after the second sample.
+	before, err := loadgen.ReadRedisCounters(ctx, redisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	send := func(cmd string) {
+		if _, err := io.WriteString(c, cmd); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := br.ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 15 {
+		send("*1\r\n$4\r\nPING\r\n")
+	}
+	script := "redis.call('set','k','v') return 1"
+	send(fmt.Sprintf("*3\r\n$4\r\nEVAL\r\n$%d\r\n%s\r\n$1\r\n0\r\n", len(script), script))
+	after, err := loadgen.ReadRedisCounters(ctx, redisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := after.Sub(before)
+	if d.Total() != 17 || d.Calls["ping"] != 15 || d.Calls["eval"] != 1 || d.Calls["set"] != 1 || d.Processed != 17 || d.Reads != 16 {
+		t.Errorf("window: %+v (want 15 ping, 1 eval, 1 set; 17 processed, 16 reads)", d)
+	}
+
+	env := testenv.StartInProc(t, testenv.InProcOptions{})
+	res, err := loadgen.Run(ctx, loadgen.Config{URLs: []string{env.URL}, Concurrency: 2, Duration: 300 * time.Millisecond,
+		PIDs: []int{os.Getpid(), os.Getpid()}, PIDKinds: []string{"frontend", "worker"}, RedisURL: redisURL,
+		Features: "durable delivery on", Label: "kinds"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Server == nil || len(res.Server.Kinds) != 2 || res.Server.Kinds[0].Kind != "frontend" || res.Server.Kinds[1].Kind != "worker" {
+		t.Fatalf("kinds: %+v", res.Server)
+	}
+	// The same process twice (read at slightly different moments, so the
+	// two kinds may differ by a clock tick): the kinds add up to the total.
+	if k := res.Server.Kinds; math.Abs(k[0].CPUS+k[1].CPUS-res.Server.CPUS) > 1e-9 || len(k[0].PIDs) != 1 {
+		t.Errorf("kinds %+v, total %v s", k, res.Server.CPUS)
+	}
+	// The in-process server keeps nothing in this Redis.
+	if res.Redis == nil || res.Redis.Commands != 0 || res.Redis.Reads != 0 || res.Features != "durable delivery on" {
+		t.Errorf("redis %+v features %q", res.Redis, res.Features)
+	}
+	var text bytes.Buffer
+	res.WriteText(&text)
+	if !strings.Contains(text.String(), "cpu_us_per_req[frontend]=") || !strings.Contains(text.String(), "redis_commands_per_req=0.00") {
+		t.Errorf("summary: %s", text.String())
+	}
+	if _, err := loadgen.Run(ctx, loadgen.Config{URLs: []string{env.URL}, PIDs: []int{1}, PIDKinds: []string{"a", "b"}}); err == nil {
+		t.Error("more kinds than PIDs accepted")
 	}
 }

@@ -66,6 +66,25 @@ func SampleProcs(pids []int) (ProcSample, error) {
 	return s, nil
 }
 
+// sampleEach samples each PID on its own.
+func sampleEach(pids []int) ([]ProcSample, error) {
+	out := make([]ProcSample, len(pids))
+	for i, pid := range pids {
+		s, err := sampleProc(pid)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = s
+	}
+	return out, nil
+}
+
+func (s *ProcSample) add(o ProcSample) {
+	s.CPUTicks += o.CPUTicks
+	s.RSS += o.RSS
+	s.Threads += o.Threads
+}
+
 func sampleProc(pid int) (ProcSample, error) {
 	var s ProcSample
 	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
+	"sort"
 	"strings"
 	"text/tabwriter"
 )
@@ -69,8 +71,18 @@ type ReportOptions struct {
 	// Ref is the label ratios are relative to (default "mcp-go").
 	Ref string
 	// AllInOne and Cluster are the labels of mcpfleet's all-in-one and
-	// cluster runs (default "mcpfleet-aio", "mcpfleet-cluster").
-	AllInOne, Cluster string
+	// cluster runs (default "mcpfleet-aio", "mcpfleet-cluster": one
+	// frontend, one worker, nats-server, redis-server); Cluster2 is the
+	// cluster of 2 frontends and 2 workers, each request of a session sent
+	// to the other frontend than the last (default
+	// "mcpfleet-cluster-2fe2w").
+	AllInOne, Cluster, Cluster2 string
+	// Concurrency is the concurrency the targets and the chart are
+	// evaluated at (default 64).
+	Concurrency int
+	// ChartLabels are the configurations of the chart, in order (default:
+	// AllInOne, Cluster, Cluster2, go-sdk, Ref, floor).
+	ChartLabels []string
 }
 
 func (o *ReportOptions) defaults() {
@@ -82,6 +94,15 @@ func (o *ReportOptions) defaults() {
 	}
 	if o.Cluster == "" {
 		o.Cluster = "mcpfleet-cluster"
+	}
+	if o.Cluster2 == "" {
+		o.Cluster2 = "mcpfleet-cluster-2fe2w"
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 64
+	}
+	if len(o.ChartLabels) == 0 {
+		o.ChartLabels = []string{o.AllInOne, o.Cluster, o.Cluster2, "go-sdk", o.Ref, "floor"}
 	}
 }
 
@@ -126,6 +147,123 @@ func (r *Records) WriteTable(w io.Writer, o ReportOptions) {
 			x.Label, x.Proto, x.Concurrency, x.RPS, x.P50Ms, x.P99Ms, cpu, x.Errors, rr, cr)
 	}
 	tw.Flush()
+}
+
+// WriteNotes writes what the servers of the load runs ran with: each
+// distinct Features text with its configurations, and the configurations
+// whose sessions alternated between URLs.
+func (r *Records) WriteNotes(w io.Writer) {
+	var order []string
+	labels := map[string][]string{}
+	var alt []string
+	for _, x := range r.Loads {
+		name := x.Label
+		if name == "" {
+			name = "-"
+		}
+		if x.Features != "" {
+			if _, ok := labels[x.Features]; !ok {
+				order = append(order, x.Features)
+			}
+			if !slices.Contains(labels[x.Features], name) {
+				labels[x.Features] = append(labels[x.Features], name)
+			}
+		}
+		if x.Alternate && len(x.URLs) > 1 && !slices.Contains(alt, name) {
+			alt = append(alt, name)
+		}
+	}
+	for _, f := range order {
+		fmt.Fprintf(w, "note: %s: %s\n", strings.Join(labels[f], ", "), f)
+	}
+	if len(alt) > 0 {
+		fmt.Fprintf(w, "note: %s: each request of a session sent to the other frontend than the last (no sticky routing)\n", strings.Join(alt, ", "))
+	}
+}
+
+// HasBreakdown reports whether a load run has CPU by kind of process or
+// Redis counters.
+func (r *Records) HasBreakdown() bool {
+	for _, x := range r.Loads {
+		if x.Redis != nil || (x.Server != nil && len(x.Server.Kinds) > 0) {
+			return true
+		}
+	}
+	return false
+}
+
+// WriteBreakdown writes, for the load runs with CPU by kind of process or
+// Redis counters (the cluster runs), the CPU µs per request of each kind
+// beside the total, and Redis commands and reads per request; then, at
+// the report's concurrency, the Redis commands per request by command.
+func (r *Records) WriteBreakdown(w io.Writer, o ReportOptions) {
+	o.defaults()
+	var kinds []string
+	var rows []*Result
+	for _, x := range r.Loads {
+		has := x.Redis != nil
+		if x.Server != nil {
+			for _, k := range x.Server.Kinds {
+				has = true
+				if !slices.Contains(kinds, k.Kind) {
+					kinds = append(kinds, k.Kind)
+				}
+			}
+		}
+		if has {
+			rows = append(rows, x)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "config\tproto\tc\treq/s\tCPU µs/req total")
+	for _, k := range kinds {
+		fmt.Fprintf(tw, "\t%s", k)
+	}
+	fmt.Fprint(tw, "\tRedis commands/req\tRedis reads/req\t\n")
+	for _, x := range rows {
+		total := "-"
+		if v, ok := cpuPerReq(x); ok {
+			total = fmt.Sprintf("%.0f", v)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%s", x.Label, x.Proto, x.Concurrency, x.RPS, total)
+		for _, k := range kinds {
+			v := "-"
+			if ks := x.Server.Kind(k); ks != nil && x.OK > 0 {
+				v = fmt.Sprintf("%.0f", ks.CPUUsPerReq)
+			}
+			fmt.Fprintf(tw, "\t%s", v)
+		}
+		cmds, reads := "-", "-"
+		if x.Redis != nil && x.OK > 0 {
+			cmds, reads = fmt.Sprintf("%.2f", x.Redis.CommandsPerReq), fmt.Sprintf("%.2f", x.Redis.ReadsPerReq)
+		}
+		fmt.Fprintf(tw, "\t%s\t%s\t\n", cmds, reads)
+	}
+	tw.Flush()
+	for _, x := range rows {
+		if x.Redis == nil || x.OK == 0 || x.Concurrency != o.Concurrency {
+			continue
+		}
+		names := make([]string, 0, len(x.Redis.Calls))
+		for k := range x.Redis.Calls {
+			names = append(names, k)
+		}
+		sort.Slice(names, func(i, j int) bool {
+			a, b := x.Redis.Calls[names[i]], x.Redis.Calls[names[j]]
+			return a > b || a == b && names[i] < names[j]
+		})
+		parts := make([]string, 0, len(names))
+		for _, k := range names {
+			parts = append(parts, fmt.Sprintf("%s %.2f", k, float64(x.Redis.Calls[k])/float64(x.OK)))
+		}
+		if len(parts) == 0 {
+			parts = append(parts, "none")
+		}
+		fmt.Fprintf(w, "Redis commands per request, %s %s c=%d: %s\n", x.Label, x.Proto, x.Concurrency, strings.Join(parts, ", "))
+	}
 }
 
 // WriteScale writes the idle-scale and fan-out figures.
@@ -173,16 +311,27 @@ func writeNotes(w io.Writer, notes []string, sample string) {
 
 // Target is one checked goal.
 type Target struct {
+	// Group is where the target comes from ("issue 21", "first bench").
+	Group    string
 	Name     string
 	Measured string
 	// Status is PASS, FAIL or MISSING (not measured).
 	Status string
 }
 
-// Targets evaluates the project's performance targets on the records.
+// FanOutTargetStreams is the number of listen streams the fan-out target
+// is stated for.
+const FanOutTargetStreams = 10000
+
+// Targets evaluates the project's performance targets on the records: the
+// load targets at o.Concurrency (64), as ratios to o.Ref measured with the
+// same protocol and concurrency; first issue 21's, then those of the
+// first bench that issue 21 does not restate.
 func (r *Records) Targets(o ReportOptions) []Target {
 	o.defaults()
+	c := o.Concurrency
 	var out []Target
+	group := ""
 	add := func(name string, measured string, ok, have bool) {
 		st := "MISSING"
 		if have {
@@ -191,12 +340,15 @@ func (r *Records) Targets(o ReportOptions) []Target {
 				st = "PASS"
 			}
 		}
-		out = append(out, Target{Name: name, Measured: measured, Status: st})
+		out = append(out, Target{Group: group, Name: name, Measured: measured, Status: st})
 	}
-	ratio := func(label string, proto Proto, c int, cpu bool) (float64, string, bool) {
+	ratio := func(label string, proto Proto, cpu bool) (float64, string, bool) {
 		x, ref := r.find(label, proto, c), r.find(o.Ref, proto, c)
-		if x == nil || ref == nil {
+		switch {
+		case x == nil:
 			return 0, "not measured", false
+		case ref == nil:
+			return 0, o.Ref + " not measured", false
 		}
 		if cpu {
 			v, ok1 := cpuPerReq(x)
@@ -211,52 +363,44 @@ func (r *Records) Targets(o ReportOptions) []Target {
 		}
 		return x.RPS / ref.RPS, fmt.Sprintf("%.2fx (%.0f vs %.0f req/s)", x.RPS/ref.RPS, x.RPS, ref.RPS), true
 	}
-	v, m, ok := ratio(o.AllInOne, Legacy, 64, true)
-	add("all-in-one legacy c=64 CPU/req <= 0.8x "+o.Ref, m, v <= 0.8, ok)
-	v, m, ok = ratio(o.AllInOne, Legacy, 64, false)
-	add("all-in-one legacy c=64 req/s >= 1.2x "+o.Ref, m, v >= 1.2, ok)
-	v, m, ok = ratio(o.AllInOne, Modern, 64, true)
-	add("all-in-one modern c=64 CPU/req <= 0.5x "+o.Ref+" modern", m, v <= 0.5, ok)
-	v, m, ok = ratio(o.Cluster, Legacy, 64, true)
-	add("cluster legacy c=64 summed CPU/req <= 1.5x "+o.Ref, m, v <= 1.5, ok)
-	v, m, ok = ratio(o.Cluster, Legacy, 64, false)
-	add("cluster legacy c=64 req/s >= 0.6x "+o.Ref, m, v >= 0.6, ok)
-
-	for _, label := range []string{o.Cluster, o.AllInOne} {
+	cpuAtMost := func(label, what string, proto Proto, limit float64) {
+		v, m, ok := ratio(label, proto, true)
+		ref := o.Ref
+		if proto == Modern {
+			ref += " modern"
+		}
+		add(fmt.Sprintf("%s %s c=%d %sCPU/req <= %.1fx %s", what, proto, c, summed(label, o), limit, ref), m, v <= limit, ok)
+	}
+	rpsAtLeast := func(label, what string, proto Proto, limit float64) {
+		v, m, ok := ratio(label, proto, false)
+		add(fmt.Sprintf("%s %s c=%d req/s >= %.1fx %s", what, proto, c, limit, o.Ref), m, v >= limit, ok)
+	}
+	lastSessions := func(label string) *SessionsResult {
 		var s *SessionsResult
 		for _, x := range r.Sessions {
 			if x.Label == label {
 				s = x
 			}
 		}
-		where := "cluster frontend"
-		if label == o.AllInOne {
-			where = "all-in-one"
-		}
-		if s == nil {
-			add("idle legacy session on the "+where+": no goroutine", "not measured", false, false)
-			add("idle legacy session on the "+where+": < 1 KiB memory", "not measured", false, false)
-			continue
-		}
-		complete := s.OK == s.N
-		if s.GoroutinesPer != nil {
-			add("idle legacy session on the "+where+": no goroutine (< 0.1 per session)",
-				fmt.Sprintf("%.3f goroutines/session (%d ok of %d)", *s.GoroutinesPer, s.OK, s.N), *s.GoroutinesPer < 0.1 && complete, true)
-		} else {
-			add("idle legacy session on the "+where+": no goroutine", "not measured", false, false)
-		}
-		if s.RSSPerItemKiB != nil {
-			add("idle legacy session on the "+where+": < 1 KiB RSS", fmt.Sprintf("%.2f KiB/session", *s.RSSPerItemKiB), *s.RSSPerItemKiB < 1 && complete, true)
-		} else {
-			add("idle legacy session on the "+where+": < 1 KiB RSS", "not measured", false, false)
-		}
-		if label == o.Cluster {
-			if s.RedisBytesPer != nil {
-				add("idle legacy session: < 1 KiB Redis memory", fmt.Sprintf("%.0f B/session", *s.RedisBytesPer), *s.RedisBytesPer < 1024 && complete, true)
-			} else {
-				add("idle legacy session: < 1 KiB Redis memory", "not measured", false, false)
-			}
-		}
+		return s
+	}
+
+	group = "issue 21"
+	rpsAtLeast(o.AllInOne, "all-in-one", Legacy, 1.0)
+	cpuAtMost(o.AllInOne, "all-in-one", Legacy, 1.0)
+	cpuAtMost(o.AllInOne, "all-in-one", Modern, 0.5)
+	for _, cl := range []struct{ label, what string }{
+		{o.Cluster, "cluster (1 frontend, 1 worker)"},
+		{o.Cluster2, "cluster (2 frontends, 2 workers, alternating)"},
+	} {
+		cpuAtMost(cl.label, cl.what, Legacy, 2.0)
+		rpsAtLeast(cl.label, cl.what, Legacy, 0.7)
+		cpuAtMost(cl.label, cl.what, Modern, 0.6)
+	}
+	if s := lastSessions(o.AllInOne); s != nil && s.RSSPerItemKiB != nil {
+		add("idle legacy session on the all-in-one: < 1 KiB RSS", fmt.Sprintf("%.2f KiB/session (%d ok of %d)", *s.RSSPerItemKiB, s.OK, s.N), *s.RSSPerItemKiB < 1 && s.OK == s.N, true)
+	} else {
+		add("idle legacy session on the all-in-one: < 1 KiB RSS", "not measured", false, false)
 	}
 	if len(r.Listens) > 0 && r.Listens[len(r.Listens)-1].RSSPerItemKiB != nil {
 		l := r.Listens[len(r.Listens)-1]
@@ -267,17 +411,73 @@ func (r *Records) Targets(o ReportOptions) []Target {
 	}
 	if len(r.FanOuts) > 0 {
 		f := r.FanOuts[len(r.FanOuts)-1]
-		add(fmt.Sprintf("fan-out to %d listen streams on %d frontends: all delivered, p99 < 250 ms", f.N, len(f.URLs)),
-			fmt.Sprintf("delivered %d/%d, p99 %.1f ms", f.Delivered, f.Expected, f.LastP99Ms), f.AllDelivered && f.LastP99Ms < 250, true)
+		m := fmt.Sprintf("delivered %d/%d, p99 %.1f ms", f.Delivered, f.Expected, f.LastP99Ms)
+		if f.N < FanOutTargetStreams {
+			m += fmt.Sprintf(" (measured with %d streams, fewer than the target's %d: BENCH_LISTENS=%d for the real figure)", f.N, FanOutTargetStreams, FanOutTargetStreams)
+		}
+		add(fmt.Sprintf("fan-out to %d listen streams on %d frontends: all delivered, p99 < 250 ms", f.N, len(f.URLs)), m, f.AllDelivered && f.LastP99Ms < 250, true)
 	} else {
 		add("fan-out: all delivered, p99 < 250 ms", "not measured", false, false)
+	}
+
+	group = "first bench"
+	v, m, ok := ratio(o.AllInOne, Legacy, true)
+	add(fmt.Sprintf("all-in-one legacy c=%d CPU/req <= 0.8x %s", c, o.Ref), m, v <= 0.8, ok)
+	v, m, ok = ratio(o.AllInOne, Legacy, false)
+	add(fmt.Sprintf("all-in-one legacy c=%d req/s >= 1.2x %s", c, o.Ref), m, v >= 1.2, ok)
+	v, m, ok = ratio(o.Cluster, Legacy, true)
+	add(fmt.Sprintf("cluster legacy c=%d summed CPU/req <= 1.5x %s", c, o.Ref), m, v <= 1.5, ok)
+	v, m, ok = ratio(o.Cluster, Legacy, false)
+	add(fmt.Sprintf("cluster legacy c=%d req/s >= 0.6x %s", c, o.Ref), m, v >= 0.6, ok)
+	for _, label := range []string{o.Cluster, o.AllInOne} {
+		s := lastSessions(label)
+		where := "cluster frontend"
+		if label == o.AllInOne {
+			where = "all-in-one"
+		}
+		if s == nil || s.GoroutinesPer == nil {
+			add("idle legacy session on the "+where+": no goroutine", "not measured", false, false)
+		} else {
+			add("idle legacy session on the "+where+": no goroutine (< 0.1 per session)",
+				fmt.Sprintf("%.3f goroutines/session (%d ok of %d)", *s.GoroutinesPer, s.OK, s.N), *s.GoroutinesPer < 0.1 && s.OK == s.N, true)
+		}
+		if label != o.Cluster {
+			continue
+		}
+		if s != nil && s.RSSPerItemKiB != nil {
+			add("idle legacy session on the "+where+": < 1 KiB RSS", fmt.Sprintf("%.2f KiB/session", *s.RSSPerItemKiB), *s.RSSPerItemKiB < 1 && s.OK == s.N, true)
+		} else {
+			add("idle legacy session on the "+where+": < 1 KiB RSS", "not measured", false, false)
+		}
+		if s != nil && s.RedisBytesPer != nil {
+			add("idle legacy session: < 1 KiB Redis memory", fmt.Sprintf("%.0f B/session", *s.RedisBytesPer), *s.RedisBytesPer < 1024 && s.OK == s.N, true)
+		} else {
+			add("idle legacy session: < 1 KiB Redis memory", "not measured", false, false)
+		}
 	}
 	return out
 }
 
-// WriteTargets writes each target with PASS, FAIL or MISSING.
+// summed returns "summed " for the cluster labels (whose CPU is summed
+// over their processes).
+func summed(label string, o ReportOptions) string {
+	if label == o.Cluster || label == o.Cluster2 {
+		return "summed "
+	}
+	return ""
+}
+
+// WriteTargets writes each target with PASS, FAIL or MISSING, under the
+// heading of its group.
 func (r *Records) WriteTargets(w io.Writer, o ReportOptions) {
+	o.defaults()
+	fmt.Fprintf(w, "load targets at c=%d; ratios to %s measured in the same run, same protocol and concurrency\n", o.Concurrency, o.Ref)
+	group := ""
 	for _, t := range r.Targets(o) {
-		fmt.Fprintf(w, "%-7s %s: %s\n", t.Status, t.Name, t.Measured)
+		if t.Group != group {
+			group = t.Group
+			fmt.Fprintf(w, "%s:\n", group)
+		}
+		fmt.Fprintf(w, "  %-7s %s: %s\n", t.Status, t.Name, t.Measured)
 	}
 }

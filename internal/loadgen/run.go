@@ -15,13 +15,18 @@ import (
 // Result is what one Run measured. Latencies are of successful requests
 // completed inside the measured window.
 type Result struct {
-	Kind        string   `json:"kind"` // "load"
-	Label       string   `json:"label,omitempty"`
-	Proto       Proto    `json:"proto"`
-	Negotiated  string   `json:"negotiated"`
-	URLs        []string `json:"urls"`
-	Tool        string   `json:"tool"`
-	Concurrency int      `json:"c"`
+	Kind       string   `json:"kind"` // "load"
+	Label      string   `json:"label,omitempty"`
+	Proto      Proto    `json:"proto"`
+	Negotiated string   `json:"negotiated"`
+	URLs       []string `json:"urls"`
+	// Alternate is set when each session's requests alternated over the
+	// URLs (Config.Alternate).
+	Alternate bool `json:"alternate,omitempty"`
+	// Features is Config.Features: what the server ran with.
+	Features    string `json:"features,omitempty"`
+	Tool        string `json:"tool"`
+	Concurrency int    `json:"c"`
 	// Sessions is the number of legacy sessions in use (0 when modern).
 	Sessions   int              `json:"sessions"`
 	InitErrors map[string]int64 `json:"init_errors,omitempty"`
@@ -44,6 +49,23 @@ type Result struct {
 	LoadgenCPUS   float64 `json:"loadgen_cpu_s"`
 	// Server is set when PIDs were given.
 	Server *ServerStats `json:"server,omitempty"`
+	// Redis is set when a Redis URL was given.
+	Redis *RedisStats `json:"redis,omitempty"`
+}
+
+// RedisStats is what a Redis did during the measured window, without the
+// load generator's own INFO commands.
+type RedisStats struct {
+	URL string `json:"url"`
+	// Commands is the number of commands Redis ran (INFO commandstats;
+	// commands run inside scripts count too); Calls splits it by command.
+	Commands       int64            `json:"commands"`
+	CommandsPerReq float64          `json:"commands_per_req"`
+	Calls          map[string]int64 `json:"calls,omitempty"`
+	// Reads is total_reads_processed: read events of client connections,
+	// about one per round trip.
+	Reads       int64   `json:"reads"`
+	ReadsPerReq float64 `json:"reads_per_req"`
 }
 
 // ServerStats are the server processes' figures over the measured window,
@@ -57,6 +79,31 @@ type ServerStats struct {
 	RSSBeforeMiB float64 `json:"rss_before_MiB"`
 	RSSAfterMiB  float64 `json:"rss_after_MiB"`
 	Threads      int     `json:"threads"`
+	// Kinds splits the figures by kind of process (Config.PIDKinds), in
+	// the order the kinds first appear.
+	Kinds []KindStats `json:"kinds,omitempty"`
+}
+
+// KindStats are the figures of the processes of one kind.
+type KindStats struct {
+	Kind        string  `json:"kind"`
+	PIDs        []int   `json:"pids"`
+	CPUS        float64 `json:"cpu_s"`
+	CPUUsPerReq float64 `json:"cpu_us_per_req"`
+	RSSAfterMiB float64 `json:"rss_after_MiB"`
+}
+
+// Kind returns the figures of kind, or nil.
+func (s *ServerStats) Kind(kind string) *KindStats {
+	if s == nil {
+		return nil
+	}
+	for i := range s.Kinds {
+		if s.Kinds[i].Kind == kind {
+			return &s.Kinds[i]
+		}
+	}
+	return nil
 }
 
 // phases of a run.
@@ -106,9 +153,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Warmup+cfg.Duration+2*cfg.RequestTimeout+2*time.Minute)
 	defer cancel()
 
+	if cfg.RedisURL != "" {
+		if _, err := ReadRedisCounters(ctx, cfg.RedisURL); err != nil {
+			return nil, err
+		}
+	}
 	cl := newClient(cfg.URLs, cfg.Concurrency+16, cfg.RequestTimeout)
+	cl.alternate = cfg.Alternate
 	defer cl.close()
-	res := &Result{Kind: "load", Label: cfg.Label, Proto: cfg.Proto, URLs: cfg.URLs, Tool: cfg.Tool, Concurrency: cfg.Concurrency}
+	res := &Result{Kind: "load", Label: cfg.Label, Proto: cfg.Proto, URLs: cfg.URLs, Tool: cfg.Tool, Concurrency: cfg.Concurrency,
+		Alternate: cfg.Alternate, Features: cfg.Features}
 
 	var sessions []*session
 	if cfg.Proto == Legacy {
@@ -142,7 +196,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cn := &conn{}
+			cn := &conn{next: uint64(w)}
 			for i := 0; phase.Load() != phaseStop && ctx.Err() == nil; i++ {
 				var s *session
 				if len(mine) > 0 {
@@ -178,10 +232,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	stopProgress := startProgress(cfg, &phase, &liveOK, &liveErr)
 	sleep(ctx, cfg.Warmup)
 
-	var p0 ProcSample
-	var perr error
+	var p0 []ProcSample
+	var perr, rerr error
+	var r0, r1 RedisCounters
+	if cfg.RedisURL != "" {
+		r0, rerr = ReadRedisCounters(ctx, cfg.RedisURL)
+	}
 	if len(cfg.PIDs) > 0 {
-		p0, perr = SampleProcs(cfg.PIDs)
+		p0, perr = sampleEach(cfg.PIDs)
 	}
 	l0 := selfCPU()
 	liveOK.Store(0)
@@ -191,11 +249,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	sleep(ctx, cfg.Duration)
 	phase.Store(phaseStop)
 	el := time.Since(t0)
-	var p1 ProcSample
+	var p1 []ProcSample
 	if len(cfg.PIDs) > 0 && perr == nil {
-		p1, perr = SampleProcs(cfg.PIDs)
+		p1, perr = sampleEach(cfg.PIDs)
 	}
 	lcpu := selfCPU() - l0
+	if cfg.RedisURL != "" && rerr == nil {
+		r1, rerr = ReadRedisCounters(ctx, cfg.RedisURL)
+	}
 	stopProgress()
 	wg.Wait()
 	if ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled) {
@@ -224,18 +285,74 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.P50Ms, res.P90Ms, res.P99Ms = ms(h.Quantile(0.50)), ms(h.Quantile(0.90)), ms(h.Quantile(0.99))
 	res.MaxMs, res.MeanMs = ms(h.Max()), ms(h.Mean())
 	res.LoadgenCPUS = lcpu.Seconds()
+	if cfg.RedisURL != "" && rerr == nil {
+		res.Redis = redisStats(cfg.RedisURL, r1.Sub(r0), res.OK)
+	}
 	if len(cfg.PIDs) > 0 {
 		if perr != nil {
 			return res, fmt.Errorf("loadgen: sampling the server processes: %w", perr)
 		}
-		cpu := time.Duration(p1.CPUTicks-p0.CPUTicks) * time.Second / time.Duration(clockTicks())
-		st := &ServerStats{PIDs: cfg.PIDs, CPUS: cpu.Seconds(), RSSBeforeMiB: mib(p0.RSS), RSSAfterMiB: mib(p1.RSS), Threads: p1.Threads}
-		if res.OK > 0 {
-			st.CPUUsPerReq = float64(cpu.Microseconds()) / float64(res.OK)
-		}
-		res.Server = st
+		res.Server = serverStats(cfg.PIDs, cfg.PIDKinds, p0, p1, res.OK)
+	}
+	if rerr != nil {
+		return res, fmt.Errorf("loadgen: reading the Redis counters: %w", rerr)
 	}
 	return res, nil
+}
+
+func redisStats(u string, d RedisCounters, ok int64) *RedisStats {
+	rs := &RedisStats{URL: u, Commands: d.Total(), Calls: d.Calls, Reads: d.Reads}
+	if ok > 0 {
+		rs.CommandsPerReq = float64(rs.Commands) / float64(ok)
+		rs.ReadsPerReq = float64(rs.Reads) / float64(ok)
+	}
+	return rs
+}
+
+// serverStats sums the samples of each PID taken before (p0) and after
+// (p1) the window, in total and by kind.
+func serverStats(pids []int, kinds []string, p0, p1 []ProcSample, ok int64) *ServerStats {
+	perReq := func(cpu time.Duration) float64 {
+		if ok <= 0 {
+			return 0
+		}
+		return float64(cpu.Microseconds()) / float64(ok)
+	}
+	cpuOf := func(ticks int64) time.Duration {
+		return time.Duration(ticks) * time.Second / time.Duration(clockTicks())
+	}
+	var b, a ProcSample
+	for i := range pids {
+		b.add(p0[i])
+		a.add(p1[i])
+	}
+	cpu := cpuOf(a.CPUTicks - b.CPUTicks)
+	st := &ServerStats{PIDs: pids, CPUS: cpu.Seconds(), CPUUsPerReq: perReq(cpu), RSSBeforeMiB: mib(b.RSS), RSSAfterMiB: mib(a.RSS), Threads: a.Threads}
+	if len(kinds) == 0 {
+		return st
+	}
+	ticks := map[string]int64{}
+	rss := map[string]int64{}
+	for i, p := range pids {
+		k := kinds[i]
+		if k == "" {
+			k = "other"
+		}
+		ks := st.Kind(k)
+		if ks == nil {
+			st.Kinds = append(st.Kinds, KindStats{Kind: k})
+			ks = &st.Kinds[len(st.Kinds)-1]
+		}
+		ks.PIDs = append(ks.PIDs, p)
+		ticks[k] += p1[i].CPUTicks - p0[i].CPUTicks
+		rss[k] += p1[i].RSS
+	}
+	for i := range st.Kinds {
+		ks := &st.Kinds[i]
+		c := cpuOf(ticks[ks.Kind])
+		ks.CPUS, ks.CPUUsPerReq, ks.RSSAfterMiB = c.Seconds(), perReq(c), mib(rss[ks.Kind])
+	}
+	return st
 }
 
 // workerSessions returns the sessions worker w uses in turn: every
@@ -378,6 +495,15 @@ func (r *Result) WriteText(w io.Writer) {
 	if s := r.Server; s != nil {
 		fmt.Fprintf(w, " server_cpu_s=%.2f server_cpu_us_per_req=%.0f server_rss_MiB=%.1f->%.1f server_threads=%d",
 			s.CPUS, s.CPUUsPerReq, s.RSSBeforeMiB, s.RSSAfterMiB, s.Threads)
+		for _, k := range s.Kinds {
+			fmt.Fprintf(w, " cpu_us_per_req[%s]=%.0f", k.Kind, k.CPUUsPerReq)
+		}
+	}
+	if rs := r.Redis; rs != nil {
+		fmt.Fprintf(w, " redis_commands=%d redis_commands_per_req=%.2f redis_reads_per_req=%.2f", rs.Commands, rs.CommandsPerReq, rs.ReadsPerReq)
+	}
+	if r.Alternate {
+		fmt.Fprint(w, " alternate=true")
 	}
 	fmt.Fprintln(w)
 	if len(r.InitErrors) > 0 {
