@@ -192,6 +192,9 @@ func (r *Records) HasBreakdown() bool {
 	return false
 }
 
+// kindOrder is the order of the breakdown's columns.
+var kindOrder = []string{"frontend", "worker", "nats-server", "redis-server"}
+
 // WriteBreakdown writes, for the load runs with CPU by kind of process or
 // Redis counters (the cluster runs), the CPU µs per request of each kind
 // beside the total, and Redis commands and reads per request; then, at
@@ -217,6 +220,15 @@ func (r *Records) WriteBreakdown(w io.Writer, o ReportOptions) {
 	if len(rows) == 0 {
 		return
 	}
+	// The kinds of a cluster in the order of a request's path, then any
+	// other in the order seen.
+	rank := func(k string) int {
+		if i := slices.Index(kindOrder, k); i >= 0 {
+			return i
+		}
+		return len(kindOrder)
+	}
+	slices.SortStableFunc(kinds, func(a, b string) int { return rank(a) - rank(b) })
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprint(tw, "config\tproto\tc\treq/s\tCPU µs/req total")
 	for _, k := range kinds {
@@ -243,6 +255,7 @@ func (r *Records) WriteBreakdown(w io.Writer, o ReportOptions) {
 		fmt.Fprintf(tw, "\t%s\t%s\t\n", cmds, reads)
 	}
 	tw.Flush()
+	fmt.Fprintln(w, "Redis commands/req: the commands Redis ran over the window, those run inside scripts included (INFO commandstats; EVALSHA/EVAL count the scripts sent); reads/req: its read events from clients (INFO stats total_reads_processed), about one per round trip, a pipeline being one")
 	for _, x := range rows {
 		if x.Redis == nil || x.OK == 0 || x.Concurrency != o.Concurrency {
 			continue

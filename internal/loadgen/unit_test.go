@@ -407,7 +407,7 @@ func TestBreakdownAndNotes(t *testing.T) {
 			Features: "durable delivery on (always), tracing off, access log off"},
 		{Kind: "load", Label: "mcpfleet-cluster-2fe2w", Proto: Legacy, Concurrency: 64, OK: 1000, RPS: 5000, URLs: []string{"a", "b"}, Alternate: true,
 			Features: "durable delivery on (always), tracing off, access log off",
-			Server:   &ServerStats{CPUUsPerReq: 250, Kinds: []KindStats{{Kind: "frontend", CPUUsPerReq: 120}, {Kind: "worker", CPUUsPerReq: 60}, {Kind: "nats-server", CPUUsPerReq: 40}, {Kind: "redis-server", CPUUsPerReq: 30}}},
+			Server:   &ServerStats{CPUUsPerReq: 250, Kinds: []KindStats{{Kind: "nats-server", CPUUsPerReq: 40}, {Kind: "redis-server", CPUUsPerReq: 30}, {Kind: "worker", CPUUsPerReq: 60}, {Kind: "frontend", CPUUsPerReq: 120}}},
 			Redis:    &RedisStats{Commands: 3500, CommandsPerReq: 3.5, Reads: 3000, ReadsPerReq: 3, Calls: map[string]int64{"evalsha": 2000, "get": 1000, "pexpire": 500}}},
 		{Kind: "load", Label: "mcpfleet-cluster-2fe2w", Proto: Modern, Concurrency: 16, OK: 1000, RPS: 6000, URLs: []string{"a", "b"}, Alternate: true,
 			Features: "durable delivery on (always), tracing on",
@@ -421,7 +421,7 @@ func TestBreakdownAndNotes(t *testing.T) {
 	recs.WriteBreakdown(&b, ReportOptions{})
 	out := b.String()
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 4 {
+	if len(lines) != 5 || !strings.HasPrefix(lines[3], "Redis commands/req: the commands Redis ran") {
 		t.Fatalf("breakdown:\n%s", out)
 	}
 	for i, want := range [][]string{
@@ -433,8 +433,8 @@ func TestBreakdownAndNotes(t *testing.T) {
 			t.Errorf("line %d: %q, want %q", i, got, want)
 		}
 	}
-	if lines[3] != "Redis commands per request, mcpfleet-cluster-2fe2w legacy c=64: evalsha 2.00, get 1.00, pexpire 0.50" {
-		t.Errorf("by command: %q", lines[3])
+	if lines[4] != "Redis commands per request, mcpfleet-cluster-2fe2w legacy c=64: evalsha 2.00, get 1.00, pexpire 0.50" {
+		t.Errorf("by command: %q", lines[4])
 	}
 	b.Reset()
 	recs.WriteNotes(&b)
