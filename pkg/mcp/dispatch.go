@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -38,8 +39,10 @@ func (s *Server) Handle(ctx context.Context, req *Request, params json.RawMessag
 			Tracestate    string          `json:"tracestate"`
 		} `json:"_meta"`
 	}
-	if err := json.Unmarshal(params, &head); err != nil {
-		return nil, protocol.ErrBadParams(err)
+	if mayHaveMeta(params) {
+		if err := json.Unmarshal(params, &head); err != nil {
+			return nil, protocol.ErrBadParams(err)
+		}
 	}
 	if head.Meta != nil {
 		if tok := head.Meta.ProgressToken; len(tok) > 0 && string(tok) != "null" {
@@ -80,6 +83,35 @@ func (s *Server) Handle(ctx context.Context, req *Request, params json.RawMessag
 	}
 	return res, nil
 }
+
+// mayHaveMeta reports whether params may hold a _meta member, or may not
+// be an object: false only for an object whose bytes have no escape and
+// no "_meta" in any letter case (encoding/json matches member names
+// case-insensitively), which decodes to an empty head. Most requests
+// without _meta (legacy calls) skip a decode of their params that way.
+// params were validated as JSON by the transport's decode.
+func mayHaveMeta(params []byte) bool {
+	i := 0
+	for i < len(params) && (params[i] == ' ' || params[i] == '\t' || params[i] == '\n' || params[i] == '\r') {
+		i++
+	}
+	if i == len(params) || params[i] != '{' || bytes.IndexByte(params, '\\') >= 0 {
+		return true
+	}
+	for j := bytes.IndexByte(params, '_'); j >= 0; {
+		if k := j + 1; k+4 <= len(params) && bytes.EqualFold(params[k:k+4], metaWord) {
+			return true
+		}
+		n := bytes.IndexByte(params[j+1:], '_')
+		if n < 0 {
+			break
+		}
+		j += 1 + n
+	}
+	return false
+}
+
+var metaWord = []byte("meta")
 
 // lenientString decodes a JSON string and ignores any other value:
 // Request.Name reads name and uri, and must not refuse params where they
