@@ -196,13 +196,16 @@ echo "nats-server: $("$NATS" --version 2>&1 | head -1); redis-server: $("$REDIS"
 STATE_KEY=$(head -c 32 /dev/urandom | base64)
 
 # aio NAME [ARGS...]: starts an all-in-one, with the variables of the
-# AIO_ENV array ("KEY=value") added to its environment; sets AIO_PID and
-# AIO_URL.
+# AIO_ENV array ("KEY=value") added to its environment; sets AIO_PID,
+# AIO_URL and AIO_METRICS (its admin listener's /metrics, where the scale
+# runs read its goroutines).
 AIO_ENV=()
 aio_up() {
-  local name=$1
+  local name=$1 ap
   shift
-  start "$name" env MCPFLEET_STATE_KEY="$STATE_KEY" "${AIO_ENV[@]}" "$bin/mcpfleet" serve --listen 127.0.0.1:0 --admin-listen off --access-log=false --drain-timeout 2s "$@"
+  ap=$(free_port) || { fail "no free port"; return 1; }
+  AIO_METRICS=http://127.0.0.1:$ap/metrics
+  start "$name" env MCPFLEET_STATE_KEY="$STATE_KEY" "${AIO_ENV[@]}" "$bin/mcpfleet" serve --listen 127.0.0.1:0 --admin-listen "127.0.0.1:$ap" --access-log=false --drain-timeout 2s "$@"
   AIO_PID=$PID
   AIO_URL=$(serving_url "$logs/$name.log" "$PID") || {
     fail "$name did not start; see $logs/$name.log"
@@ -216,7 +219,7 @@ aio_up() {
 # list), CL_FE_PIDS (array), CL_PIDS (comma list KIND:PID of every process:
 # nats-server, redis-server, worker, frontend), CL_REDIS, CL_ALL (array).
 cluster_up() {
-  local name=$1 nfe=$2 nw=$3 np rp i url
+  local name=$1 nfe=$2 nw=$3 np rp i url ap
   shift 3
   CL_URLS="" CL_FE_PIDS=() CL_ALL=()
   np=$(free_port) && rp=$(free_port) || { fail "no free port"; return 1; }
@@ -245,8 +248,11 @@ cluster_up() {
       return 1
     fi
   done
+  CL_FE_METRICS=()
   for i in $(seq "$nfe"); do
-    start "$name-frontend$i" "$bin/frontend" --listen 127.0.0.1:0 --drain-delay 0 --access-log=false --log-format text --nats-url "nats://127.0.0.1:$np" \
+    ap=$(free_port) || { fail "no free port"; stop "${CL_ALL[@]}"; return 1; }
+    CL_FE_METRICS+=("http://127.0.0.1:$ap/metrics")
+    start "$name-frontend$i" "$bin/frontend" --listen 127.0.0.1:0 --admin-listen "127.0.0.1:$ap" --drain-delay 0 --access-log=false --log-format text --nats-url "nats://127.0.0.1:$np" \
       --redis-url "$CL_REDIS" --drain-timeout 2s "$@"
     CL_ALL+=("$PID")
     CL_FE_PIDS+=("$PID")
@@ -312,7 +318,7 @@ fi
 if want scale; then
 echo "== scale"
 if aio_up scale-aio; then
-  scale -scale sessions -n "$IDLE_SESSIONS" -url "$AIO_URL" -pid "$AIO_PID" -label mcpfleet-aio
+  scale -scale sessions -n "$IDLE_SESSIONS" -url "$AIO_URL" -pid "$AIO_PID" -metrics "$AIO_METRICS" -label mcpfleet-aio
   stop "$AIO_PID"
 fi
 # nats-server + redis-server + 2 frontends (no listen cap) + 1 worker:
@@ -320,8 +326,8 @@ fi
 # then the fan-out over both.
 if cluster_up scale-cluster 2 1 --max-listen-subscriptions 0; then
   fe1=${CL_URLS%%,*} fe2=${CL_URLS##*,}
-  scale -scale sessions -n "$IDLE_SESSIONS" -url "$fe2" -pid "${CL_FE_PIDS[1]}" -redis "$CL_REDIS" -label mcpfleet-cluster
-  scale -scale listens -n "$LISTENS" -url "$fe1" -pid "${CL_FE_PIDS[0]}" -label mcpfleet-frontend
+  scale -scale sessions -n "$IDLE_SESSIONS" -url "$fe2" -pid "${CL_FE_PIDS[1]}" -metrics "${CL_FE_METRICS[1]}" -redis "$CL_REDIS" -label mcpfleet-cluster
+  scale -scale listens -n "$LISTENS" -url "$fe1" -pid "${CL_FE_PIDS[0]}" -metrics "${CL_FE_METRICS[0]}" -label mcpfleet-frontend
   scale -scale fanout -n "$LISTENS" -events "$EVENTS" -url "$CL_URLS" -label mcpfleet-cluster-2fe
   cluster_down
 fi
