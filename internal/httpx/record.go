@@ -1,7 +1,6 @@
 package httpx
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"strconv"
@@ -109,14 +108,10 @@ func (r *Record) NoteResponse(payload []byte, code int64, isErr bool) {
 		r.ErrCode = code
 		return
 	}
-	if r.Method == protocol.MethodToolsCall && bytes.Contains(payload, isErrorTrue) {
-		// encoding/json writes the field this way; the same bytes inside a
-		// JSON string would have their quotes escaped.
+	if r.Method == protocol.MethodToolsCall && protocol.IsToolErrorResult(payload) {
 		r.ToolError = true
 	}
 }
-
-var isErrorTrue = []byte(`"isError":true`)
 
 // Recorder wraps the ResponseWriter of one exchange to learn its status;
 // it carries the exchange's Record. Unwrap keeps http.ResponseController

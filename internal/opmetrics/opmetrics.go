@@ -6,7 +6,6 @@
 package opmetrics
 
 import (
-	"bytes"
 	"strconv"
 	"sync"
 	"time"
@@ -192,19 +191,10 @@ func (s *Series) End(start time.Time, errorType string) {
 // method: "" for a result; the error's code (as a string) for an error;
 // "tool_error" for a tools/call result with isError true.
 func ResponseErrorType(method string, resp []byte) string {
-	const key = `"error":{"code":`
-	if i := bytes.Index(resp, []byte(key)); i >= 0 {
-		if j := bytes.Index(resp, []byte(`"result":`)); j < 0 || j > i {
-			rest := resp[i+len(key):]
-			if k := bytes.IndexAny(rest, ",}"); k > 0 {
-				if n, err := strconv.ParseInt(string(rest[:k]), 10, 64); err == nil {
-					return strconv.FormatInt(n, 10)
-				}
-			}
-			return Other
-		}
+	if code, ok := protocol.ResponseErrorCode(resp); ok {
+		return strconv.FormatInt(code, 10)
 	}
-	if method == protocol.MethodToolsCall && bytes.Contains(resp, []byte(`"isError":true`)) {
+	if method == protocol.MethodToolsCall && protocol.IsToolErrorResult(resp) {
 		return "tool_error"
 	}
 	return ""

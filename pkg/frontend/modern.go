@@ -74,7 +74,7 @@ func (f *Frontend) postModern(w http.ResponseWriter, r *http.Request, msg *proto
 	if resp, ok := f.fleet.AnswerFromCatalog(protocol.EraModern, msg, head.Meta); ok {
 		noteAnswer(w, resp)
 		status := http.StatusOK
-		if code, isErr := stream.ResponseErrorCode(resp); isErr && code != protocol.CodeInvalidParams {
+		if code, isErr := protocol.ResponseErrorCode(resp); isErr && code != protocol.CodeInvalidParams {
 			status = stream.ModernStatus(code)
 		}
 		httpx.WriteJSON(w, status, resp, nil)

@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/mcpfleet/mcpfleet/internal/httpx"
-	"github.com/mcpfleet/mcpfleet/pkg/frontend/stream"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 )
 
@@ -53,7 +52,7 @@ func noteTarget(rec *httpx.Record, method string, head *protocol.ParamsHead) {
 // noteAnswer records the error code of a response answered here.
 func noteAnswer(w http.ResponseWriter, resp []byte) {
 	if rec := httpx.RecordOf(w); rec != nil {
-		code, isErr := stream.ResponseErrorCode(resp)
+		code, isErr := protocol.ResponseErrorCode(resp)
 		rec.NoteResponse(resp, code, isErr)
 	}
 }

@@ -419,3 +419,37 @@ func isOneOf(name []byte, names []string) bool {
 	}
 	return false
 }
+
+// ResponseErrorCode reads the error code of a response encoded by
+// AppendResponse / AppendErrorResponse (or encoding/json) without decoding
+// it: an error response has "error" where a result has "result", before
+// any nested content, so a result that merely contains an "error" member
+// is not mistaken for one. ok is false for a result.
+func ResponseErrorCode(resp []byte) (code int64, ok bool) {
+	const key = `"error":{"code":`
+	i := bytes.Index(resp, []byte(key))
+	if i < 0 {
+		return 0, false
+	}
+	if j := bytes.Index(resp, []byte(`"result":`)); j >= 0 && j < i {
+		return 0, false
+	}
+	rest := resp[i+len(key):]
+	j := bytes.IndexAny(rest, ",}")
+	if j < 0 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(rest[:j]), 10, 64)
+	return n, err == nil
+}
+
+// IsToolErrorResult reports whether an encoded tools/call response has a
+// result with isError true, as encoding/json writes it; the same bytes
+// inside a JSON string would have their quotes escaped. (A
+// structuredContent member named isError with the value true is
+// mistaken for it.)
+func IsToolErrorResult(resp []byte) bool {
+	return bytes.Contains(resp, isErrorTrue)
+}
+
+var isErrorTrue = []byte(`"isError":true`)

@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -143,10 +142,10 @@ func (w *Worker) answerTraced(ctx context.Context, req *mcp.Request, msg *protoc
 		attrs = append(attrs, mcptrace.ProtocolVersion.String(v))
 	}
 	errType := ""
-	if code, isErr := responseErrorCode(out); isErr {
+	if code, isErr := protocol.ResponseErrorCode(out); isErr {
 		errType = strconv.FormatInt(code, 10)
 		attrs = append(attrs, mcptrace.RPCStatusCode.String(errType))
-	} else if method == protocol.MethodToolsCall && bytes.Contains(out, isErrorTrue) {
+	} else if method == protocol.MethodToolsCall && protocol.IsToolErrorResult(out) {
 		errType = "tool_error"
 	}
 	if ctx.Err() != nil {
@@ -168,28 +167,4 @@ func (w *Worker) answerTraced(ctx context.Context, req *mcp.Request, msg *protoc
 	span.SetAttributes(attrs...)
 	span.End()
 	return out, outcome
-}
-
-// isErrorTrue is how encoding/json writes a tool result's isError; inside
-// a JSON string the quotes would be escaped.
-var isErrorTrue = []byte(`"isError":true`)
-
-// responseErrorCode returns the error code of an encoded JSON-RPC
-// response, and whether it is an error response.
-func responseErrorCode(resp []byte) (int64, bool) {
-	const key = `"error":{"code":`
-	i := bytes.Index(resp, []byte(key))
-	if i < 0 {
-		return 0, false
-	}
-	if j := bytes.Index(resp, []byte(`"result":`)); j >= 0 && j < i {
-		return 0, false
-	}
-	rest := resp[i+len(key):]
-	j := bytes.IndexAny(rest, ",}")
-	if j < 0 {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(string(rest[:j]), 10, 64)
-	return n, err == nil
 }

@@ -21,7 +21,7 @@ func TestResponseErrorCode(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			code, isErr := ResponseErrorCode(tc.resp)
+			code, isErr := protocol.ResponseErrorCode(tc.resp)
 			if code != tc.code || isErr != tc.isErr {
 				t.Errorf("ResponseErrorCode(%s) = %d, %v; want %d, %v", tc.resp, code, isErr, tc.code, tc.isErr)
 			}

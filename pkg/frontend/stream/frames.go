@@ -74,7 +74,7 @@ func (ex *exchange) response(w http.ResponseWriter, payload []byte, seq uint64) 
 			}
 		}
 	}
-	code, isErr := ResponseErrorCode(payload)
+	code, isErr := protocol.ResponseErrorCode(payload)
 	if isErr {
 		httpx.SetOutcome(w, "error")
 	} else {
@@ -95,7 +95,7 @@ func (ex *exchange) response(w http.ResponseWriter, payload []byte, seq uint64) 
 func (ex *exchange) writeJSON(w http.ResponseWriter, payload []byte) {
 	status := http.StatusOK
 	if !ex.legacy() {
-		if code, ok := ResponseErrorCode(payload); ok {
+		if code, ok := protocol.ResponseErrorCode(payload); ok {
 			status = ModernStatus(code)
 			if code == protocol.CodeInvalidParams {
 				status = http.StatusOK // e.g. unknown tool, resource not found

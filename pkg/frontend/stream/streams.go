@@ -9,13 +9,11 @@
 package stream
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -240,29 +238,6 @@ func (s *Streams) frontendAlive(ctx context.Context, fe string) bool {
 	defer cancel()
 	_, err := s.nc.RequestWithContext(ctx, s.subj.FrontendControl(fe), nil)
 	return !errors.Is(err, nats.ErrNoResponders)
-}
-
-// ResponseErrorCode reads the error code of a response we encoded
-// (protocol.AppendResponse / AppendErrorResponse) without decoding it: an
-// error response has "error" where a result has "result", before any
-// nested content, so a result that merely contains an "error" member is
-// not mistaken for one.
-func ResponseErrorCode(resp []byte) (int64, bool) {
-	const key = `"error":{"code":`
-	i := bytes.Index(resp, []byte(key))
-	if i < 0 {
-		return 0, false
-	}
-	if j := bytes.Index(resp, []byte(`"result":`)); j >= 0 && j < i {
-		return 0, false
-	}
-	rest := resp[i+len(key):]
-	j := bytes.IndexByte(rest, ',')
-	if j < 0 {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(string(rest[:j]), 10, 64)
-	return n, err == nil
 }
 
 // ModernStatus maps a JSON-RPC error code to the HTTP status 2026-07-28
