@@ -32,19 +32,15 @@ func (s *Server) Handle(ctx context.Context, req *Request, params json.RawMessag
 		params = json.RawMessage("{}")
 	}
 	req.params = params
-	var head struct {
-		Meta *struct {
-			ProgressToken json.RawMessage `json:"progressToken"`
-			Traceparent   string          `json:"traceparent"`
-			Tracestate    string          `json:"tracestate"`
-		} `json:"_meta"`
-	}
-	if mayHaveMeta(params) {
-		if err := json.Unmarshal(params, &head); err != nil {
-			return nil, protocol.ErrBadParams(err)
+	head := req.headFor(params)
+	if head == nil && needsHead(&req.in, params) {
+		h, err := decodeHead(params)
+		if err != nil {
+			return nil, err
 		}
+		head = h
 	}
-	if head.Meta != nil {
+	if head != nil && head.Meta != nil {
 		if tok := head.Meta.ProgressToken; len(tok) > 0 && string(tok) != "null" {
 			if c := tok[0]; c != '"' && c != '-' && (c < '0' || c > '9') {
 				return nil, protocol.NewError(protocol.CodeInvalidParams, "invalid params: _meta.progressToken must be a string or a number")
@@ -63,7 +59,7 @@ func (s *Server) Handle(ctx context.Context, req *Request, params json.RawMessag
 		}
 	}()
 	if req.in.Era == protocol.EraModern && mrtrMethods[req.in.Method] {
-		if err := s.startMRTR(req, params); err != nil {
+		if err := s.startMRTR(req, params, head); err != nil {
 			return nil, err
 		}
 	}

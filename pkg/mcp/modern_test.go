@@ -161,3 +161,35 @@ func TestDiscover(t *testing.T) {
 	}
 	wantJSON(t, members(t, raw)["capabilities"], `{"logging":{},"tools":{"listChanged":true}}`)
 }
+
+// TestModernHeadMembers: the MRTR members are checked where they mean
+// something (tools/call, which also decodes them itself, on every era)
+// and not by the head decode of other methods (ping), and a
+// request given the head NewRequestParams decoded is answered as one
+// without it.
+func TestModernHeadMembers(t *testing.T) {
+	s := newServer(t, nil)
+	if err := s.AddTool(&protocol.Tool{Name: "ok"}, func(context.Context, *mcp.Request, json.RawMessage) (*protocol.CallToolResult, error) {
+		return &protocol.CallToolResult{Content: []protocol.Content{&protocol.TextContent{Text: "fine"}}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, params := range []string{
+		`{"name":"ok","requestState":5}`,
+		`{"name":"ok","inputResponses":[1]}`,
+		`{"name":"ok","inputResponses":{"a":1},"requestState":false}`,
+	} {
+		for _, withHead := range []bool{false, true} {
+			req := modernReq(protocol.MethodToolsCall)
+			if withHead {
+				req = mcp.NewRequestParams(modernInit(protocol.MethodToolsCall), json.RawMessage(params))
+			}
+			if _, perr := handle(t, s, req, params); perr == nil || perr.Code != protocol.CodeInvalidParams {
+				t.Errorf("modern tools/call %s (head %v): error %v, want -32602", params, withHead, perr)
+			}
+			if _, perr := handle(t, s, modernReq(protocol.MethodPing), params); perr != nil {
+				t.Errorf("modern ping %s: %v, want a result (no MRTR on ping)", params, perr)
+			}
+		}
+	}
+}

@@ -45,11 +45,27 @@ type mrtrParams struct {
 	RequestState   *string                    `json:"requestState"`
 }
 
+// decode fills p from the raw members of params' head (nil: none).
+func (p *mrtrParams) decode(head *paramsHead) error {
+	if head == nil {
+		return nil
+	}
+	if len(head.InputResponses) > 0 {
+		if err := json.Unmarshal(head.InputResponses, &p.InputResponses); err != nil {
+			return err
+		}
+	}
+	if len(head.RequestState) > 0 {
+		return json.Unmarshal(head.RequestState, &p.RequestState)
+	}
+	return nil
+}
+
 // startMRTR prepares a modern request of a method that may return
 // input_required: it verifies requestState and gathers the answers.
-func (s *Server) startMRTR(req *Request, params json.RawMessage) error {
+func (s *Server) startMRTR(req *Request, params json.RawMessage, head *paramsHead) error {
 	var p mrtrParams
-	if err := json.Unmarshal(params, &p); err != nil {
+	if err := p.decode(head); err != nil {
 		return protocol.ErrBadParams(err)
 	}
 	m := &mrtr{answers: map[string]json.RawMessage{}, pending: map[string]*protocol.InputRequest{}, counts: map[string]int{}}

@@ -92,6 +92,8 @@ type RequestInit struct {
 type Request struct {
 	in       RequestInit
 	params   json.RawMessage // set by Handle: where Name finds the target
+	head     *paramsHead     // decoded by NewRequestParams from headOf
+	headOf   json.RawMessage
 	nameOnce sync.Once
 	name     string // the target (see Name), set once
 

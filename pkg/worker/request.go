@@ -151,9 +151,6 @@ func (w *Worker) onRequest(m *nats.Msg) {
 		in.ClientCapabilities = s.ClientCapabilities
 		in.LogLevel = s.LogLevel
 	}
-	if hdr.Era == protocol.EraModern {
-		applyModernMeta(&in, msg.Params)
-	}
 
 	deadline := time.Now().Add(w.opts.DefaultTimeout)
 	if hdr.DeadlineMs > 0 {
@@ -200,7 +197,9 @@ func (w *Worker) onRequest(m *nats.Msg) {
 	w.mu.Unlock()
 
 	in.Out = &outbound{f: f}
-	req := mcp.NewRequest(&in)
+	// A modern request's client info, capabilities, version and log
+	// level come from its _meta, decoded once for Handle.
+	req := mcp.NewRequestParams(&in, msg.Params)
 	// The handler's log lines made with its context carry the request's
 	// attributes (method, id, session, tool).
 	go w.run(logctx.WithRequest(ctx, req), cancelDeadline, f, req, msg)
@@ -227,28 +226,6 @@ func (w *Worker) onCancel(m *nats.Msg) {
 	w.mu.Unlock()
 	if f != nil {
 		f.abort("cancelled by the client")
-	}
-}
-
-// applyModernMeta fills a modern request's client info, capabilities,
-// version and log level from its _meta.
-func applyModernMeta(in *mcp.RequestInit, params json.RawMessage) {
-	if len(params) == 0 {
-		return
-	}
-	var p struct {
-		Meta *protocol.RequestMeta `json:"_meta"`
-	}
-	if json.Unmarshal(params, &p) != nil || p.Meta == nil {
-		return
-	}
-	if p.Meta.ProtocolVersion != nil {
-		in.ProtocolVersion = *p.Meta.ProtocolVersion
-	}
-	in.ClientInfo = p.Meta.ClientInfo
-	in.ClientCapabilities = p.Meta.ClientCapabilities
-	if p.Meta.LogLevel != nil {
-		in.LogLevel = *p.Meta.LogLevel
 	}
 }
 

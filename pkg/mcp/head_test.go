@@ -1,0 +1,100 @@
+package mcp
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/mcpfleet/mcpfleet/pkg/protocol"
+)
+
+const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+	`"io.modelcontextprotocol/clientInfo":{"name":"c","version":"9"},` +
+	`"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}},` +
+	`"io.modelcontextprotocol/logLevel":"debug","progressToken":7}`
+
+// TestNewRequestParamsModern: a modern request's description comes from
+// its _meta, and Handle reuses the head decoded for the same bytes only.
+func TestNewRequestParamsModern(t *testing.T) {
+	params := json.RawMessage(`{"name":"echo",` + modernMeta + `}`)
+	r := NewRequestParams(&RequestInit{Method: protocol.MethodToolsCall, Era: protocol.EraModern, ProtocolVersion: "old", LogLevel: "error"}, params)
+	if got := r.ProtocolVersion(); got != "2026-07-28" {
+		t.Errorf("ProtocolVersion = %q", got)
+	}
+	if ci := r.in.ClientInfo; ci == nil || ci.Name != "c" || ci.Version != "9" {
+		t.Errorf("ClientInfo = %+v", ci)
+	}
+	if cc := r.in.ClientCapabilities; cc == nil || cc.Roots == nil || !cc.Roots.ListChanged {
+		t.Errorf("ClientCapabilities = %+v", cc)
+	}
+	if r.in.LogLevel != "debug" {
+		t.Errorf("LogLevel = %q", r.in.LogLevel)
+	}
+	if r.headFor(params) == nil {
+		t.Error("the head decoded for these params is not reused")
+	}
+	if r.headFor(append(json.RawMessage(nil), params...)) != nil {
+		t.Error("a copy of the params reuses the head decoded for the original")
+	}
+	if r.headFor(params[:len(params)-1]) != nil {
+		t.Error("a prefix of the params reuses the head")
+	}
+	// Same capabilities bytes: the same decoded value, shared.
+	r2 := NewRequestParams(&RequestInit{Era: protocol.EraModern}, append(json.RawMessage(nil), params...))
+	if r2.in.ClientCapabilities != r.in.ClientCapabilities || r2.in.ClientInfo != r.in.ClientInfo {
+		t.Error("identical capabilities or client info were decoded again, not shared")
+	}
+}
+
+// TestNewRequestParamsLenient: members that do not decode leave the
+// description as the transport gave it (client info and capabilities
+// nil), and never make the request fail; legacy requests keep theirs.
+func TestNewRequestParamsLenient(t *testing.T) {
+	params := json.RawMessage(`{"_meta":{"io.modelcontextprotocol/protocolVersion":5,` +
+		`"io.modelcontextprotocol/clientInfo":"x","io.modelcontextprotocol/clientCapabilities":[1],` +
+		`"io.modelcontextprotocol/logLevel":{}}}`)
+	ci := &protocol.Implementation{Name: "from-init"}
+	r := NewRequestParams(&RequestInit{Era: protocol.EraModern, ProtocolVersion: "v", LogLevel: "info", ClientInfo: ci}, params)
+	if r.in.ProtocolVersion != "v" || r.in.LogLevel != "info" || r.in.ClientInfo != nil || r.in.ClientCapabilities != nil {
+		t.Errorf("got version %q, level %q, info %+v, caps %+v", r.in.ProtocolVersion, r.in.LogLevel, r.in.ClientInfo, r.in.ClientCapabilities)
+	}
+	legacy := NewRequestParams(&RequestInit{Era: protocol.EraLegacy, ProtocolVersion: "2025-11-25", ClientInfo: ci}, json.RawMessage(`{`+modernMeta+`}`))
+	if legacy.in.ProtocolVersion != "2025-11-25" || legacy.in.ClientInfo != ci || legacy.in.ClientCapabilities != nil {
+		t.Errorf("a legacy request took its description from _meta: %+v", legacy.in)
+	}
+	if legacy.headFor(nil) != nil {
+		t.Error("empty params reuse a head")
+	}
+	bad := json.RawMessage(`{"_meta":5}`)
+	if r := NewRequestParams(&RequestInit{Era: protocol.EraModern}, bad); r.head != nil {
+		t.Error("params whose head does not decode kept a head")
+	}
+}
+
+// TestDecodedCacheBounds: the cache starts over when full and does not
+// keep large values, which are still decoded.
+func TestDecodedCacheBounds(t *testing.T) {
+	c := &decodedCache[protocol.Implementation]{m: map[string]*protocol.Implementation{}}
+	for i := range maxDecoded + 10 {
+		raw := []byte(`{"name":"n` + strings.Repeat("x", i%7) + `","version":"` + strconv.Itoa(i) + `"}`)
+		if v := c.get(raw); v == nil || v.Version != strconv.Itoa(i) {
+			t.Fatalf("get(%s) = %+v", raw, v)
+		}
+		if len(c.m) > maxDecoded {
+			t.Fatalf("%d entries, over the bound %d", len(c.m), maxDecoded)
+		}
+	}
+	big := []byte(`{"name":"` + strings.Repeat("y", maxDecodedBytes) + `","version":"1"}`)
+	if v := c.get(big); v == nil || v.Version != "1" {
+		t.Fatalf("a large value was not decoded: %+v", v)
+	}
+	if _, kept := c.m[string(big)]; kept {
+		t.Error("a large value was kept")
+	}
+	for _, raw := range []string{"", "null", "5", `"s"`} {
+		if v := c.get([]byte(raw)); v != nil {
+			t.Errorf("get(%q) = %+v, want nil", raw, v)
+		}
+	}
+}
