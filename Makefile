@@ -53,6 +53,7 @@ FUZZ_TARGETS := \
 	./pkg/protocol:FuzzDecodeDepth \
 	./pkg/protocol:FuzzDecodeHeaderValue \
 	./pkg/protocol:FuzzCheckSizes \
+	./pkg/protocol:FuzzAppendJSONString \
 	./pkg/frontend/stream:FuzzParseEventID \
 	./pkg/frontend/stream:FuzzEventIDRoundTrip \
 	./pkg/stdio:FuzzLineReader \

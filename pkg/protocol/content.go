@@ -109,7 +109,12 @@ type (
 )
 
 // MarshalJSON adds "type":"text".
-func (c *TextContent) MarshalJSON() ([]byte, error) { return marshalTyped("text", (*textAlias)(c)) }
+func (c *TextContent) MarshalJSON() ([]byte, error) {
+	if c.Annotations == nil && len(c.Meta) == 0 {
+		return appendText(make([]byte, 0, len(c.Text)+24), c), nil
+	}
+	return marshalTyped("text", (*textAlias)(c))
+}
 
 // MarshalJSON adds "type":"image".
 func (c *ImageContent) MarshalJSON() ([]byte, error) {

@@ -61,13 +61,19 @@ type CallToolResult struct {
 
 // MarshalJSON writes content as [] when nil: the member is required.
 func (r *CallToolResult) MarshalJSON() ([]byte, error) {
-	type alias CallToolResult
-	if r.Content == nil {
-		c := *r
-		c.Content = []Content{}
-		return json.Marshal((*alias)(&c))
+	return appendCallToolResult(make([]byte, 0, 64+r.textLen()), r)
+}
+
+// textLen is the length of the text blocks' texts: most of a result's
+// encoding, for sizing its buffer.
+func (r *CallToolResult) textLen() int {
+	n := 0
+	for _, c := range r.Content {
+		if t, ok := c.(*TextContent); ok && t != nil {
+			n += len(t.Text) + 24
+		}
 	}
-	return json.Marshal((*alias)(r))
+	return n
 }
 
 // UnmarshalJSON decodes content blocks by type.

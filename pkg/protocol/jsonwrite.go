@@ -1,0 +1,131 @@
+package protocol
+
+import (
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// The hot results (a tools/call's text content) are written by hand: a
+// MarshalJSON that calls json.Marshal costs a reflection walk, a buffer
+// and a validation pass per level, and a text block is two levels below
+// the result. The writers below produce exactly what encoding/json
+// produces for the same values (FuzzAppendJSONString, TestFastResults).
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as encoding/json encodes a string: HTML
+// characters (<, >, &) and U+2028/U+2029 escaped as \u00XX/\u20XX,
+// invalid UTF-8 as \ufffd, control characters as \b, \f, \n, \r, \t or
+// \u00XX.
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '"', '\\':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// appendJSON appends v as json.Marshal encodes it.
+func appendJSON(dst []byte, v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, b...), nil
+}
+
+// appendText appends a text block with no annotations and no _meta, as
+// its MarshalJSON writes it.
+func appendText(dst []byte, c *TextContent) []byte {
+	dst = append(dst, `{"type":"text","text":`...)
+	return append(appendJSONString(dst, c.Text), '}')
+}
+
+// appendContent appends one content block of a content list.
+func appendContent(dst []byte, c Content) ([]byte, error) {
+	if t, ok := c.(*TextContent); ok && t != nil && t.Annotations == nil && len(t.Meta) == 0 {
+		return appendText(dst, t), nil
+	}
+	return appendJSON(dst, c)
+}
+
+// appendCallToolResult appends r as the fields of CallToolResult encode
+// (ResultBase's first), with content [] when nil.
+func appendCallToolResult(dst []byte, r *CallToolResult) ([]byte, error) {
+	var err error
+	dst = append(dst, '{')
+	if len(r.Meta) > 0 {
+		dst = append(dst, `"_meta":`...)
+		if dst, err = appendJSON(dst, r.Meta); err != nil {
+			return nil, err
+		}
+		dst = append(dst, ',')
+	}
+	if r.ResultType != "" {
+		dst = append(dst, `"resultType":`...)
+		dst = append(appendJSONString(dst, r.ResultType), ',')
+	}
+	dst = append(dst, `"content":[`...)
+	for i, c := range r.Content {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		if dst, err = appendContent(dst, c); err != nil {
+			return nil, err
+		}
+	}
+	dst = append(dst, ']')
+	if r.StructuredContent != nil {
+		dst = append(dst, `,"structuredContent":`...)
+		if dst, err = appendJSON(dst, r.StructuredContent); err != nil {
+			return nil, err
+		}
+	}
+	if r.IsError {
+		dst = append(dst, `,"isError":true`...)
+	}
+	return append(dst, '}'), nil
+}
