@@ -54,6 +54,8 @@ FUZZ_TARGETS := \
 	./pkg/protocol:FuzzDecodeHeaderValue \
 	./pkg/protocol:FuzzCheckSizes \
 	./pkg/protocol:FuzzAppendJSONString \
+	./pkg/protocol:FuzzScanObject \
+	./pkg/mcp:FuzzDecodeCallToolParams \
 	./pkg/frontend/stream:FuzzParseEventID \
 	./pkg/frontend/stream:FuzzEventIDRoundTrip \
 	./pkg/stdio:FuzzLineReader \

@@ -1,0 +1,248 @@
+package protocol
+
+// ScanObject reads b as one JSON object (whitespace around it allowed)
+// and calls member for each of its members in order, with the key's
+// bytes between the quotes (escapes left as they are: escaped is true
+// when the key holds a backslash) and the value's raw bytes. Both alias
+// b. It reports false, having called member for some members or none,
+// when b is not exactly one valid JSON object (by encoding/json's
+// grammar: strings may hold any byte from 0x20 up, escapes are checked),
+// or nests deeper than encoding/json's 10000 levels: the caller then
+// falls back to encoding/json, which says what is wrong.
+//
+// It is the fast path for the few members a hot method reads from its
+// params, without a reflection walk: a caller that matches keys must
+// treat as a reason to fall back a key that matches one of its names
+// only in letter case, an escaped key, and a key with a non-ASCII byte
+// (encoding/json's decode matches names case-insensitively, folding ſ
+// and the Kelvin sign to s and k, and mends invalid UTF-8 in keys).
+func ScanObject(b []byte, member func(key []byte, escaped bool, value []byte)) bool {
+	s := scanner{b: b}
+	s.space()
+	if !s.object(member) {
+		return false
+	}
+	s.space()
+	return s.i == len(b)
+}
+
+const maxScanDepth = 10000
+
+type scanner struct {
+	b     []byte
+	i     int
+	depth int
+}
+
+func (s *scanner) space() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// object reads an object at s.i; member, when not nil, gets its members.
+func (s *scanner) object(member func(key []byte, escaped bool, value []byte)) bool {
+	if s.i >= len(s.b) || s.b[s.i] != '{' {
+		return false
+	}
+	if s.depth++; s.depth > maxScanDepth {
+		return false
+	}
+	s.i++
+	s.space()
+	if s.i < len(s.b) && s.b[s.i] == '}' {
+		s.i++
+		s.depth--
+		return true
+	}
+	for {
+		start := s.i
+		escaped, ok := s.str()
+		if !ok {
+			return false
+		}
+		key := s.b[start+1 : s.i-1]
+		s.space()
+		if s.i >= len(s.b) || s.b[s.i] != ':' {
+			return false
+		}
+		s.i++
+		s.space()
+		vstart := s.i
+		if !s.value() {
+			return false
+		}
+		if member != nil {
+			member(key, escaped, s.b[vstart:s.i])
+		}
+		s.space()
+		if s.i >= len(s.b) {
+			return false
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+			s.space()
+		case '}':
+			s.i++
+			s.depth--
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+func (s *scanner) array() bool {
+	if s.depth++; s.depth > maxScanDepth {
+		return false
+	}
+	s.i++ // '['
+	s.space()
+	if s.i < len(s.b) && s.b[s.i] == ']' {
+		s.i++
+		s.depth--
+		return true
+	}
+	for {
+		if !s.value() {
+			return false
+		}
+		s.space()
+		if s.i >= len(s.b) {
+			return false
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+			s.space()
+		case ']':
+			s.i++
+			s.depth--
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+func (s *scanner) value() bool {
+	if s.i >= len(s.b) {
+		return false
+	}
+	switch c := s.b[s.i]; {
+	case c == '{':
+		return s.object(nil)
+	case c == '[':
+		return s.array()
+	case c == '"':
+		_, ok := s.str()
+		return ok
+	case c == '-' || (c >= '0' && c <= '9'):
+		return s.number()
+	case c == 't':
+		return s.literal("true")
+	case c == 'f':
+		return s.literal("false")
+	case c == 'n':
+		return s.literal("null")
+	}
+	return false
+}
+
+func (s *scanner) literal(word string) bool {
+	if len(s.b)-s.i < len(word) || string(s.b[s.i:s.i+len(word)]) != word {
+		return false
+	}
+	s.i += len(word)
+	return true
+}
+
+// str reads a string at s.i, reporting whether it holds an escape.
+func (s *scanner) str() (escaped, ok bool) {
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return false, false
+	}
+	s.i++
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			s.i++
+			return escaped, true
+		case c < 0x20:
+			return false, false
+		case c == '\\':
+			escaped = true
+			if s.i+1 >= len(s.b) {
+				return false, false
+			}
+			switch s.b[s.i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				s.i += 2
+			case 'u':
+				if s.i+6 > len(s.b) {
+					return false, false
+				}
+				for _, h := range s.b[s.i+2 : s.i+6] {
+					if !isHex(h) {
+						return false, false
+					}
+				}
+				s.i += 6
+			default:
+				return false, false
+			}
+		default:
+			s.i++
+		}
+	}
+	return false, false
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+func (s *scanner) digits() bool {
+	start := s.i
+	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+		s.i++
+	}
+	return s.i > start
+}
+
+func (s *scanner) number() bool {
+	if s.b[s.i] == '-' {
+		s.i++
+	}
+	if s.i >= len(s.b) {
+		return false
+	}
+	if s.b[s.i] == '0' {
+		s.i++
+	} else if !s.digits() {
+		return false
+	}
+	if s.i < len(s.b) && s.b[s.i] == '.' {
+		s.i++
+		if !s.digits() {
+			return false
+		}
+	}
+	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
+		s.i++
+		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
+			s.i++
+		}
+		if !s.digits() {
+			return false
+		}
+	}
+	return true
+}
