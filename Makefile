@@ -55,6 +55,8 @@ FUZZ_TARGETS := \
 	./pkg/protocol:FuzzCheckSizes \
 	./pkg/protocol:FuzzAppendJSONString \
 	./pkg/protocol:FuzzScanObject \
+	./pkg/protocol:FuzzWireScan \
+	./pkg/protocol:FuzzDecodeParamsHead \
 	./pkg/mcp:FuzzDecodeCallToolParams \
 	./pkg/frontend/stream:FuzzParseEventID \
 	./pkg/frontend/stream:FuzzEventIDRoundTrip \

@@ -1,7 +1,6 @@
 package frontend
 
 import (
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -142,7 +141,7 @@ func (f *Frontend) servePost(w http.ResponseWriter, r *http.Request) {
 	rec.ID = msg.ID
 	var head protocol.ParamsHead
 	if msg.Params != nil {
-		if err := json.Unmarshal(msg.Params, &head); err != nil {
+		if err := protocol.DecodeParamsHead(msg.Params, &head); err != nil {
 			httpx.WriteError(w, http.StatusBadRequest, msg.ID, protocol.ErrBadParams(err))
 			return
 		}

@@ -110,6 +110,10 @@ func Decode(data []byte, maxDepth int) (*Message, error) {
 		return nil, &DecodeError{Err: NewError(CodeParseError, "parse error: %v", err)}
 	}
 	var w wireMessage
+	if w.scan(data) {
+		return finishDecode(&w)
+	}
+	w = wireMessage{}
 	if err := json.Unmarshal(data, &w); err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) || !json.Valid(data) {
@@ -123,6 +127,49 @@ func Decode(data []byte, maxDepth int) (*Message, error) {
 		}
 		return nil, de
 	}
+	return finishDecode(&w)
+}
+
+// wireMembers are wireMessage's json names, in the order scan reads them.
+var wireMembers = []string{"jsonrpc", "id", "method", "params", "result", "error"}
+
+// scan fills w as json.Unmarshal does, without a reflection walk, when
+// data is one valid object whose members ScanMembers can read and whose
+// jsonrpc and method are plain strings; false means the caller decodes
+// with encoding/json (w is then partly filled: reset it).
+func (w *wireMessage) scan(data []byte) bool {
+	var v [6][]byte
+	if !ScanMembers(data, wireMembers, v[:]) {
+		return false
+	}
+	if v[0] != nil {
+		s, ok := PlainString(v[0])
+		if !ok {
+			return false
+		}
+		w.JSONRPC = s
+	}
+	if v[2] != nil {
+		s, ok := PlainString(v[2])
+		if !ok {
+			return false
+		}
+		w.Method = &s
+	}
+	// Copies, as encoding/json's: the caller may reuse data.
+	w.ID, w.Params, w.Result, w.Error = rawCopy(v[1]), rawCopy(v[3]), rawCopy(v[4]), rawCopy(v[5])
+	return true
+}
+
+func rawCopy(b []byte) json.RawMessage {
+	if b == nil {
+		return nil
+	}
+	return append(json.RawMessage(nil), b...)
+}
+
+// finishDecode checks a decoded wire message and builds the Message.
+func finishDecode(w *wireMessage) (*Message, error) {
 	m := &Message{Params: nonNull(w.Params), Result: nonNull(w.Result)}
 	if w.Method != nil {
 		m.Method = *w.Method

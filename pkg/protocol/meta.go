@@ -91,3 +91,41 @@ func CheckModernMeta(meta *RequestMeta, versionCheck func(version string) *Error
 func IsModernMeta(meta *RequestMeta) bool {
 	return meta != nil && (meta.ProtocolVersion != nil || meta.ClientCapabilities != nil)
 }
+
+// paramsHeadMembers are ParamsHead's json names, in the order of the
+// values DecodeParamsHead reads.
+var paramsHeadMembers = []string{"_meta", "name", "uri", "requestId", "requestState", "taskId"}
+
+// DecodeParamsHead decodes params into h as json.Unmarshal does (and
+// returns its error), without a reflection walk over the params when
+// their members can be read plainly (see ScanMembers); the _meta is then
+// decoded alone.
+func DecodeParamsHead(params []byte, h *ParamsHead) error {
+	if h.scan(params) {
+		return nil
+	}
+	*h = ParamsHead{}
+	return json.Unmarshal(params, h)
+}
+
+func (h *ParamsHead) scan(params []byte) bool {
+	var v [6][]byte
+	if !ScanMembers(params, paramsHeadMembers, v[:]) {
+		return false
+	}
+	for _, m := range []struct {
+		raw []byte
+		dst **string
+	}{{v[1], &h.Name}, {v[2], &h.URI}, {v[4], &h.RequestState}, {v[5], &h.TaskID}} {
+		if m.raw == nil {
+			continue
+		}
+		s, ok := PlainString(m.raw)
+		if !ok {
+			return false
+		}
+		*m.dst = &s
+	}
+	h.RequestID = rawCopy(v[3])
+	return v[0] == nil || json.Unmarshal(v[0], &h.Meta) == nil
+}

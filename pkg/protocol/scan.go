@@ -1,5 +1,7 @@
 package protocol
 
+import "unicode/utf8"
+
 // ScanObject reads b as one JSON object (whitespace around it allowed)
 // and calls member for each of its members in order, with the key's
 // bytes between the quotes (escapes left as they are: escaped is true
@@ -241,6 +243,88 @@ func (s *scanner) number() bool {
 			s.i++
 		}
 		if !s.digits() {
+			return false
+		}
+	}
+	return true
+}
+
+// ScanMembers reads the object b for the members named by names (ASCII
+// names, as a struct's json tags spell them): vals[i] gets the raw value
+// of names[i] (nil when absent; it aliases b). It reports false when
+// encoding/json's decode into a struct with those tags could differ or
+// fail, so that the caller falls back to it: b is not one valid object
+// (ScanObject), a name appears twice, or a key is escaped, not ASCII, or
+// matches a name only when letter case is ignored. Other members are
+// skipped, as encoding/json skips unknown members.
+func ScanMembers(b []byte, names []string, vals [][]byte) bool {
+	clear(vals)
+	fast := true
+	valid := ScanObject(b, func(key []byte, escaped bool, value []byte) {
+		if !fast {
+			return
+		}
+		if escaped || !asciiBytes(key) {
+			fast = false
+			return
+		}
+		for i, n := range names {
+			if string(key) == n {
+				if vals[i] != nil {
+					fast = false
+				}
+				vals[i] = value
+				return
+			}
+		}
+		for _, n := range names {
+			if len(n) == len(key) && equalFoldASCII(key, n) {
+				fast = false
+				return
+			}
+		}
+	})
+	return valid && fast
+}
+
+// PlainString returns the JSON string raw holds when decoding it is a
+// copy of its bytes: no escape and valid UTF-8 (encoding/json mends
+// invalid UTF-8). ok is false for anything else (null, other types).
+func PlainString(raw []byte) (s string, ok bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	in := raw[1 : len(raw)-1]
+	for _, c := range in {
+		if c == '\\' || c == '"' {
+			return "", false
+		}
+	}
+	if !utf8.Valid(in) {
+		return "", false
+	}
+	return string(in), true
+}
+
+func asciiBytes(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+func equalFoldASCII(b []byte, s string) bool {
+	for i := range len(b) {
+		x, y := b[i], s[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
 			return false
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -141,7 +140,7 @@ func (s *session) handleLine(line []byte) {
 	}
 	var head protocol.ParamsHead
 	if msg.Params != nil {
-		if err := json.Unmarshal(msg.Params, &head); err != nil {
+		if err := protocol.DecodeParamsHead(msg.Params, &head); err != nil {
 			if msg.Kind() == protocol.KindRequest {
 				s.writeError(msg.ID, protocol.ErrBadParams(err))
 			}
