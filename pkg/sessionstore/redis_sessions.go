@@ -42,6 +42,7 @@ func (r *Redis) Create(ctx context.Context, s *Session) error {
 		fieldCreatedAt, ms,
 		fieldLastSeen, ms,
 		fieldVersion, 1,
+		fieldGen, newGeneration(),
 	)
 	switch {
 	case err != nil:
@@ -62,7 +63,7 @@ func (r *Redis) Get(ctx context.Context, id string) (*Session, error) {
 	keys, _ := r.keys(id)
 	now := nowMilli()
 	cached := r.cache.get(id)
-	reply, err := r.run(ctx, scriptGet, keys, r.ttlMS, now.UnixMilli(), cached.version()).StringSlice()
+	reply, err := r.run(ctx, scriptGet, keys, r.ttlMS, r.slidMS, cached.version()).StringSlice()
 	if errors.Is(err, redis.Nil) {
 		err = ErrNotFound
 		r.cache.drop(id)
