@@ -81,11 +81,12 @@ import (
 // the session's age, but for the streams whose sweep has yet to run (or
 // failed: see [Redis.AppendEvent]).
 //
-// Get and Begin, the reads of every legacy request, slide the expiry
-// only when it is less than TTL away, and then to TTL plus a slack
-// (TTL/100, at most a second: see slideSlack): a busy session's keys are
-// slid about once per slack, not on every read, and a session still
-// lives at least TTL after its last call (at most TTL plus the slack).
+// The calls that slide the expiry push it to TTL plus a slack (TTL/100,
+// at most a second: see slideSlack), and Get and Begin, the reads of
+// every legacy request, only when it is less than TTL away: a busy
+// session's keys are slid about once per slack, not on every read, and a
+// session still lives at least TTL after its last call (at most TTL plus
+// the slack).
 //
 // A claim key expires on its own, after the ttl given to Begin, whatever
 // happens to the session; End deletes it (compare-and-delete on the
@@ -144,8 +145,8 @@ type Redis struct {
 	client    redis.UniversalClient
 	owned     bool // Close closes client
 	prefix    string
-	ttlMS     int64
-	slidMS    int64 // ttlMS plus the slack of the reads' slides (slideSlack)
+	ttlMS     int64 // the TTL: Get and Begin slide an expiry nearer than this
+	slidMS    int64 // ttlMS plus slideSlack: the expiry the slides set
 	trimFrom  int64 // -MaxEvents: the LTRIM start that keeps MaxEvents
 	maxStrms  int64 // MaxStreamsPerSession; 0: no cap
 	graceMS   int64 // EndedStreamGrace in ms; 0: at once

@@ -77,12 +77,12 @@ var (
 	scriptRecordSet     = loadScript("record_set")
 )
 
-// slideSlack is how much further than ttl the reads (Get, Begin) push a
-// session's expiry when they slide it: TTL/100, at most a second. A read
-// finding the expiry still at least TTL away leaves it (lua/lib_touch.lua,
-// slide), so a busy session's keys are slid about once per slack rather
-// than on every read, and a session lives at least TTL after its last
-// call, at most TTL plus the slack.
+// slideSlack is how much further than TTL the calls that slide a
+// session's expiry push it: TTL/100, at most a second. A read (Get,
+// Begin) finding the expiry still at least TTL away leaves it
+// (lua/lib_touch.lua, slide), so a busy session's keys are slid about
+// once per slack rather than on every read, and a session lives at least
+// TTL after its last call, at most TTL plus the slack.
 func slideSlack(ttl time.Duration) time.Duration {
 	return min(ttl/100, time.Second)
 }
