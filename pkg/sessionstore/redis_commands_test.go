@@ -1,10 +1,13 @@
 package sessionstore
 
 import (
+	"errors"
 	"maps"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/mcpfleet/mcpfleet/internal/loadgen"
 	"github.com/mcpfleet/mcpfleet/internal/testutil"
@@ -90,5 +93,56 @@ func TestRedisCommandsPerCall(t *testing.T) {
 		if most := 3 * (1 + int64(elapsed/slideSlack(time.Hour))); pexpire%3 != 0 || pexpire > most {
 			t.Errorf("%s, %d times in %v: %d PEXPIRE, want a multiple of 3, at most %d", tc.name, n, elapsed, pexpire, most)
 		}
+	}
+}
+
+// TestRedisClaimsOfOlderVersions checks the claims of a frontend of the
+// previous layout on the same Redis (a rolling upgrade): the token alone
+// in the claim key, listed in rq. Begin takes one as live whatever the
+// record, End releases it only for its token, and Delete deletes it with
+// the set.
+func TestRedisClaimsOfOlderVersions(t *testing.T) {
+	t.Parallel()
+	url := testutil.StartRedis(t)
+	r := openRedisForTest(t, url, Options{TTL: time.Hour})
+	c := rawClient(t, url)
+	ctx := t.Context()
+	s := &Session{ID: NewID()}
+	mustCreate(t, r, s)
+	old := func(rid, token string) string {
+		t.Helper()
+		k := r.claimKey(s.ID, rid)
+		if err := c.Set(ctx, k, token, time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.ZAdd(ctx, r.claimsKey(s.ID), redis.Z{Score: 1, Member: digest(rid)}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	k := old("1", "old-token")
+	if _, err := r.Begin(ctx, s.ID, "1", "new-token", time.Minute); !errors.Is(err, ErrInFlight) {
+		t.Fatalf("Begin over an older version's claim: %v, want ErrInFlight", err)
+	}
+	if err := r.End(ctx, s.ID, "1", "new-token"); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Get(ctx, k).Val(); got != "old-token" {
+		t.Fatalf("End of another token changed an older version's claim: %q", got)
+	}
+	if err := r.End(ctx, s.ID, "1", "old-token"); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.Exists(ctx, k).Val(); n != 0 {
+		t.Fatalf("End of its token left an older version's claim")
+	}
+	mustBegin(t, r, s.ID, "1", "new-token", time.Minute)
+
+	k = old("2", "old-token")
+	if err := r.Delete(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.Exists(ctx, k, r.claimsKey(s.ID)).Val(); n != 0 {
+		t.Errorf("Delete left an older version's claim or its rq set")
 	}
 }
