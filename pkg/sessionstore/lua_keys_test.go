@@ -28,7 +28,7 @@ var luaKeySpec = map[string][2]int{
 	// One key, the first argument.
 	"GET": {1, 1}, "SET": {1, 1}, "PTTL": {1, 1}, "PEXPIRE": {1, 1},
 	"HGET": {1, 1}, "HSET": {1, 1}, "HDEL": {1, 1}, "HINCRBY": {1, 1},
-	"HGETALL": {1, 1}, "HKEYS": {1, 1},
+	"HGETALL": {1, 1}, "HKEYS": {1, 1}, "HMGET": {1, 1},
 	"RPUSH": {1, 1}, "LTRIM": {1, 1}, "LLEN": {1, 1}, "LRANGE": {1, 1},
 	"SADD": {1, 1}, "SREM": {1, 1}, "SISMEMBER": {1, 1}, "SMEMBERS": {1, 1},
 	"ZADD": {1, 1}, "ZREM": {1, 1}, "ZSCORE": {1, 1}, "ZRANGE": {1, 1},

@@ -48,8 +48,11 @@ const DefaultWaitTimeout = time.Second
 type Options struct {
 	// TTL is the sliding idle lifetime of a session: every Get, Begin,
 	// Update, Subscribe, Unsubscribe, AppendEvent and append of
-	// AppendEventSeq and AppendOnce pushes expiry TTL into the future.
-	// Zero means DefaultTTL; negative is invalid (a session store without
+	// AppendEventSeq and AppendOnce pushes expiry TTL into the future
+	// (at least: a Redis store pushes it TTL plus TTL/100, at most a
+	// second, and its Get and Begin only when it is less than TTL away,
+	// so that a busy session's reads do not each slide its keys; see
+	// [Redis]). Zero means DefaultTTL; negative is invalid (a session store without
 	// expiry is not offered).
 	// default: 30 minutes (DefaultTTL)
 	TTL time.Duration

@@ -21,9 +21,15 @@ import (
 //	                            id, protocolVersion, logLevel, principal;
 //	                            clientInfo and clientCapabilities as JSON;
 //	                            initialized and clientInitialized as "1"/"0";
-//	                            createdAt and lastSeen as unix milliseconds;
-//	                            ver, the record's version (1, then +1 per
-//	                            Update), which cached readers compare
+//	                            createdAt and lastSeen as unix milliseconds
+//	                            (lastSeen: of the last write; Get and Begin
+//	                            do not store it, they return the time of
+//	                            the call); ver, the record's version (1,
+//	                            then +1 per Update), which cached readers
+//	                            compare; gen, the record's generation, set
+//	                            by Create, random (records written before
+//	                            it existed have none: theirs is "c" and
+//	                            createdAt), which a claim carries
 //	P:{S}:subs           SET    subscribed resource URIs
 //	P:{S}:streams        HASH   stream name -> index of its newest event
 //	                            (negated once EndStream ended the stream);
@@ -33,17 +39,21 @@ import (
 //	P:{S}:ev:<stream>    LIST   the stream's last MaxEvents event payloads,
 //	                            oldest first; as indices are gapless, entry
 //	                            i (from 0) of n has index newest-n+1+i
-//	P:{S}:rq             ZSET   the session's in-flight claims: member m of
-//	                            each claim key below, scored by the claim's
-//	                            deadline (server TIME, unix milliseconds);
-//	                            the list of claim keys, as streams is that
-//	                            of event-log keys
-//	P:{S}:rq:<m>         STRING one in-flight request id: the token of its
-//	                            claim, with the claim's ttl as expiry (SET NX
-//	                            PX); m is the unpadded base64url SHA-256 of
-//	                            the request id, so no request id (braces,
-//	                            colons, spaces, any bytes, any length) can
-//	                            displace the hash tag or spell another key
+//	P:{S}:rq:<m>         STRING one in-flight request id: "#", the
+//	                            generation of the session that claimed it,
+//	                            "#" and the token of its claim, with the
+//	                            claim's ttl as expiry (SET NX PX); m is the
+//	                            unpadded base64url SHA-256 of the request
+//	                            id, so no request id (braces, colons,
+//	                            spaces, any bytes, any length) can displace
+//	                            the hash tag or spell another key
+//	P:{S}:rq             ZSET   written by older versions only, which
+//	                            listed their claims there (member m, scored
+//	                            by the claim's deadline) and stored the
+//	                            token alone in the claim key: Create and
+//	                            Delete still delete such claims with the
+//	                            set, and Begin takes a claim without the
+//	                            "#" head as live
 //	P:{S}:once:<stream>  ZSET   the dedupe keys of the stream's last
 //	                            MaxEvents appends made by AppendOnce, each
 //	                            as its unpadded base64url SHA-256 (as rq
@@ -71,14 +81,34 @@ import (
 // the session's age, but for the streams whose sweep has yet to run (or
 // failed: see [Redis.AppendEvent]).
 //
+// The calls that slide the expiry push it to TTL plus a slack (TTL/100,
+// at most a second: see slideSlack), and Get and Begin, the reads of
+// every legacy request, only when it is less than TTL away: a busy
+// session's keys are slid about once per slack, not on every read, and a
+// session still lives at least TTL after its last call (at most TTL plus
+// the slack).
+//
 // A claim key expires on its own, after the ttl given to Begin, whatever
-// happens to the session. The rq set is kept alive as long as the claims
-// it lists (Begin extends its expiry to the new claim's ttl plus a slack
-// of a second when that is longer), so that Create and Delete always find
-// every claim left; End removes its claim's member, and Begin drops the
-// members whose deadline passed more than the slack ago (claims of a
-// frontend that crashed), so the set stays as small as the number of
-// requests in flight.
+// happens to the session; End deletes it (compare-and-delete on the
+// token). Delete and the expiry of a session leave its claim keys to End
+// or to their expiry, as nothing lists them: what releases them is the
+// generation. Begin takes a claim holding another generation than the
+// record's for none (a claim of an earlier session with this id), so a
+// session created again starts without claims. So a legacy request costs
+// Redis two script calls of seven commands together: Begin's PTTL, HMGET
+// (the cached record's version, the generation) and SET NX PX, End's GET
+// and DEL.
+//
+// Rolling upgrade from the layout with the rq set (frontends of both
+// versions on one Redis): a claim conflicts with a claim of the same id
+// made by either version (one key, SET NX), and each version ends its
+// own. The difference while both run: a claim made by this version is
+// not listed in rq, so an older frontend's Create over a used id (never
+// done with [NewID]'s ids) or Delete leaves it to its End or expiry, and
+// an older frontend's Begin on a session created again while such a
+// claim lives would refuse its id. The rq sets of older frontends expire
+// on their own once they no longer claim (their claims' ttl plus a
+// second).
 //
 // Every method is one round trip: a Lua script run by EVALSHA (EVAL the
 // first time a server sees it), atomic on the server. The exceptions:
@@ -99,8 +129,9 @@ import (
 // Every script touches only the keys it is given in KEYS (the rule stated
 // in redis_scripts.go, which a test enforces). Create and Delete drop the
 // event logs listed in streams (with their once sets) and the claims
-// listed in rq: their script is given those keys, which the Go side names
-// from a first run that reports them, changing nothing, when they exist;
+// listed in rq (by older versions): their script is given those keys,
+// which the Go side names from a first run that reports them, changing
+// nothing, when they exist;
 // the second run, atomic, checks that none is missing (else it reports
 // those and changes nothing again). So Create (of a new id: one round
 // trip) and Delete (two, if the session has streams or claims) stay one
@@ -114,7 +145,8 @@ type Redis struct {
 	client    redis.UniversalClient
 	owned     bool // Close closes client
 	prefix    string
-	ttlMS     int64
+	ttlMS     int64 // the TTL: Get and Begin slide an expiry nearer than this
+	slidMS    int64 // ttlMS plus slideSlack: the expiry the slides set
 	trimFrom  int64 // -MaxEvents: the LTRIM start that keeps MaxEvents
 	maxStrms  int64 // MaxStreamsPerSession; 0: no cap
 	graceMS   int64 // EndedStreamGrace in ms; 0: at once
@@ -159,6 +191,7 @@ func newRedis(client redis.UniversalClient, ro RedisOptions) *Redis {
 		client:   client,
 		prefix:   ro.KeyPrefix,
 		ttlMS:    max(ro.TTL.Milliseconds(), 1), // PEXPIRE 0 would delete
+		slidMS:   max(ro.TTL.Milliseconds(), 1) + slideSlack(ro.TTL).Milliseconds(),
 		trimFrom: -int64(ro.MaxEvents),
 		maxStrms: int64(max(ro.MaxStreamsPerSession, 0)),
 		graceMS:  max(ro.EndedStreamGrace.Milliseconds(), 0),

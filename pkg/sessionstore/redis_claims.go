@@ -11,7 +11,9 @@ import (
 
 // Begin implements [Store.Begin] in one round trip, like Get. Besides the
 // ids [ValidID] refuses, it reports ErrNotFound for ids with a brace,
-// which never name a session.
+// which never name a session. The claim is one key, SET NX PX, holding
+// the session's generation and the token (lua/begin.lua): a claim left by
+// an earlier session with the same id is not one of this session's.
 func (r *Redis) Begin(ctx context.Context, id, requestID, token string, ttl time.Duration) (*Session, error) {
 	if err := checkClaimTTL(id, ttl); err != nil {
 		return nil, err
@@ -20,12 +22,11 @@ func (r *Redis) Begin(ctx context.Context, id, requestID, token string, ttl time
 		return nil, fmt.Errorf("sessionstore: begin %q: %w", shortID(id), ErrNotFound)
 	}
 	keys, _ := r.keys(id)
-	set, claim, member := r.claimKey(id, requestID)
-	keys = append(keys, set, claim)
+	keys = append(keys, r.claimKey(id, requestID))
 	now := nowMilli()
 	cached := r.cache.get(id)
 	reply, err := r.run(ctx, scriptBegin, keys,
-		r.ttlMS, now.UnixMilli(), token, max(ttl.Milliseconds(), 1), member, cached.version(), claimSlack).StringSlice()
+		r.ttlMS, r.slidMS, token, max(ttl.Milliseconds(), 1), cached.version()).StringSlice()
 	switch {
 	case errors.Is(err, redis.Nil):
 		err = ErrNotFound
@@ -47,14 +48,14 @@ func (r *Redis) Begin(ctx context.Context, id, requestID, token string, ttl time
 	return s, nil
 }
 
-// End implements [Store.End] in one round trip. It does not look at the
-// session record: the claim key alone says whether there is a claim.
+// End implements [Store.End] in one round trip: a compare-and-delete of
+// the claim key (lua/end.lua). It does not look at the session record:
+// the claim key alone says whether there is a claim.
 func (r *Redis) End(ctx context.Context, id, requestID, token string) error {
 	if !r.validID(id) {
 		return nil
 	}
-	set, claim, member := r.claimKey(id, requestID)
-	if err := r.run(ctx, scriptEnd, []string{set, claim}, token, member).Err(); err != nil {
+	if err := r.run(ctx, scriptEnd, []string{r.claimKey(id, requestID)}, token).Err(); err != nil {
 		return fmt.Errorf("sessionstore: end %q: %w", shortID(id), err)
 	}
 	return nil

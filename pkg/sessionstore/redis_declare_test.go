@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -71,6 +72,27 @@ func sessionKeys(t *testing.T, c *redis.Client, r *Redis, id string) []string {
 	return keys
 }
 
+// wantOnlyClaimsLeft checks that, after a Delete, the keys left of
+// session id are the claims on requestIDs made by Begin (which go with
+// their End or expire on their own; Delete releases them by the record's
+// generation, see lua/begin.lua) and that they are no longer live: the
+// session, created again, can claim each id.
+func wantOnlyClaimsLeft(t *testing.T, c *redis.Client, r *Redis, id string, requestIDs ...string) {
+	t.Helper()
+	var want []string
+	for _, rid := range requestIDs {
+		want = append(want, r.claimKey(id, rid))
+	}
+	keys := sessionKeys(t, c, r, id)
+	if !slices.Equal(slices.Sorted(slices.Values(keys)), slices.Sorted(slices.Values(want))) {
+		t.Fatalf("keys left after Delete: %q, want only the claims %q", keys, want)
+	}
+	mustCreate(t, r, &Session{ID: id})
+	for _, rid := range requestIDs {
+		mustBegin(t, r, id, rid, "again", time.Minute)
+	}
+}
+
 func TestRedisDeclaredRoundTrips(t *testing.T) {
 	t.Parallel()
 	url := testutil.StartRedis(t)
@@ -113,9 +135,7 @@ func TestRedisDeclaredRoundTrips(t *testing.T) {
 			t.Errorf("%s: %d round trips, want %d", step.name, n, step.trips)
 		}
 	}
-	if keys := sessionKeys(t, c, r, s.ID); len(keys) != 0 {
-		t.Errorf("keys left after Delete: %q", keys)
-	}
+	wantOnlyClaimsLeft(t, c, r, s.ID, "1")
 	if got := c.LRange(ctx, base+"ev:s", 0, -1).Val(); len(got) != 0 {
 		t.Errorf("leftover log kept by Create: %q", got)
 	}
@@ -137,7 +157,8 @@ func TestRedisDeleteRunsAgain(t *testing.T) {
 		}
 		ctx := context.Background()
 		base := r.prefix + ":{" + id + "}:"
-		set, claim, member := r.claimKey(id, "late")
+		// A claim as older versions made them, listed in rq.
+		set, claim, member := r.claimsKey(id), r.claimKey(id, "late"), digest("late")
 		_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.HSet(ctx, base+"streams", "late", 1)
 			p.RPush(ctx, base+"ev:late", "{}")
@@ -159,9 +180,7 @@ func TestRedisDeleteRunsAgain(t *testing.T) {
 	if n := runs.Load(); n != 3 {
 		t.Errorf("delete.lua ran %d times, want 3", n)
 	}
-	if keys := sessionKeys(t, c, r, s.ID); len(keys) != 0 {
-		t.Errorf("keys left after Delete: %q", keys)
-	}
+	wantOnlyClaimsLeft(t, c, r, s.ID, "1")
 }
 
 // TestRedisSweepRunsAgain: a stream started between the append and its

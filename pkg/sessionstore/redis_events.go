@@ -37,7 +37,7 @@ func (r *Redis) AppendEvent(ctx context.Context, id, stream string, data []byte)
 		data = []byte{}
 	}
 	reply, err := r.run(ctx, scriptAppend, keys,
-		r.ttlMS, nowMilli().UnixMilli(), stream, data, r.trimFrom, r.maxStrms).Result()
+		r.slidMS, nowMilli().UnixMilli(), stream, data, r.trimFrom, r.maxStrms).Result()
 	var (
 		idx   int64
 		names []string

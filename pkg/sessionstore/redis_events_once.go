@@ -54,7 +54,7 @@ func (r *Redis) AppendOnce(ctx context.Context, batch []OnceAppend) ([]OnceResul
 			data = []byte{}
 		}
 		calls = append(calls, onceCall{i: i, keys: keys, args: []any{
-			r.ttlMS, now, a.Stream, data, r.trimFrom, digest(a.Key), a.URI, maxEvents,
+			r.slidMS, now, a.Stream, data, r.trimFrom, digest(a.Key), a.URI, maxEvents,
 		}})
 	}
 	var cmds []*redis.Cmd

@@ -21,7 +21,7 @@ func (r *Redis) AppendEventSeq(ctx context.Context, id, stream string, seq uint6
 		data = []byte{}
 	}
 	idx, err := r.run(ctx, scriptAppendSeq, keys,
-		r.ttlMS, nowMilli().UnixMilli(), stream, data, r.trimFrom, strconv.FormatUint(seq, 10)).Int64()
+		r.slidMS, nowMilli().UnixMilli(), stream, data, r.trimFrom, strconv.FormatUint(seq, 10)).Int64()
 	switch {
 	case err != nil:
 		return 0, false, fmt.Errorf("sessionstore: append event %q: %w", shortID(id), err)

@@ -3,6 +3,7 @@ package sessionstore
 import (
 	"crypto/sha256"
 	"encoding/base64"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +28,11 @@ const (
 	// per Update. Readers that cached the record send the version they
 	// hold and get a short answer while it is current.
 	fieldVersion = "ver"
+	// fieldGen is the record's generation, random, set by Create: a
+	// claim holds the generation of the session that made it, so that a
+	// claim left by an earlier session with the same id is not taken for
+	// one of this session's (lua/begin.lua).
+	fieldGen = "gen"
 )
 
 // keys returns the rec, subs and streams keys of session id, and the
@@ -61,20 +67,26 @@ func (r *Redis) claimsKey(id string) string {
 	return r.prefix + ":{" + id + "}:rq"
 }
 
-// claimKey returns the rq set key of session id, the key of the claim on
-// requestID, and the claim's member in the set. The member is a digest:
-// a request id is any string, and must not be able to displace the hash
-// tag nor to spell the key of another claim.
-func (r *Redis) claimKey(id, requestID string) (set, key, member string) {
-	member = digest(requestID)
-	set = r.claimsKey(id)
-	return set, set + ":" + member, member
+// claimKey returns the key of the claim on requestID in session id: the
+// rq set's key, a colon and the digest of requestID (a request id is any
+// string, and must not be able to displace the hash tag nor to spell the
+// key of another claim). Older versions also listed the digest in the rq
+// set, which Create and Delete still read (see the key layout on [Redis]).
+func (r *Redis) claimKey(id, requestID string) string {
+	return r.claimsKey(id) + ":" + digest(requestID)
 }
 
 // [NewID] never do; refusing braces keeps a crafted id from displacing the
 // hash tag and from making one session's key spell another's.
 func (r *Redis) validID(id string) bool {
 	return ValidID(id) && !strings.ContainsAny(id, "{}")
+}
+
+// newGeneration returns a new record's generation: 64 random bits in
+// base 36 (no '#', which separates it from the token in a claim). Only
+// its difference from the earlier sessions of the same id matters.
+func newGeneration() string {
+	return strconv.FormatUint(rand.Uint64(), 36)
 }
 
 func flag(b bool) string {

@@ -3,6 +3,7 @@ package sessionstore
 import (
 	"embed"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -76,8 +77,12 @@ var (
 	scriptRecordSet     = loadScript("record_set")
 )
 
-// claimSlack is how long, in milliseconds, a member of the rq set is kept
-// after its claim's deadline, and the rq set after the claim's expiry: a
-// margin for the gap between the TIME that scores a claim and the expiry
-// that Redis gives its key. begin.lua receives it as ARGV[7].
-const claimSlack = 1000
+// slideSlack is how much further than TTL the calls that slide a
+// session's expiry push it: TTL/100, at most a second. A read (Get,
+// Begin) finding the expiry still at least TTL away leaves it
+// (lua/lib_touch.lua, slide), so a busy session's keys are slid about
+// once per slack rather than on every read, and a session lives at least
+// TTL after its last call, at most TTL plus the slack.
+func slideSlack(ttl time.Duration) time.Duration {
+	return min(ttl/100, time.Second)
+}

@@ -30,7 +30,7 @@ func (r *Redis) Create(ctx context.Context, s *Session) error {
 	now := nowMilli()
 	ms := now.UnixMilli()
 	created, err := r.runDropping(ctx, scriptCreate, s.ID,
-		r.ttlMS,
+		r.slidMS,
 		fieldID, s.ID,
 		fieldProtocolVersion, s.ProtocolVersion,
 		fieldClientInfo, info,
@@ -42,6 +42,7 @@ func (r *Redis) Create(ctx context.Context, s *Session) error {
 		fieldCreatedAt, ms,
 		fieldLastSeen, ms,
 		fieldVersion, 1,
+		fieldGen, newGeneration(),
 	)
 	switch {
 	case err != nil:
@@ -62,7 +63,7 @@ func (r *Redis) Get(ctx context.Context, id string) (*Session, error) {
 	keys, _ := r.keys(id)
 	now := nowMilli()
 	cached := r.cache.get(id)
-	reply, err := r.run(ctx, scriptGet, keys, r.ttlMS, now.UnixMilli(), cached.version()).StringSlice()
+	reply, err := r.run(ctx, scriptGet, keys, r.ttlMS, r.slidMS, cached.version()).StringSlice()
 	if errors.Is(err, redis.Nil) {
 		err = ErrNotFound
 		r.cache.drop(id)
@@ -146,7 +147,7 @@ func decodeCached(kv []string) (*cachedRecord, error) {
 
 // Update implements [Store.Update].
 func (r *Redis) Update(ctx context.Context, id string, p Patch) error {
-	args := []any{r.ttlMS, fieldLastSeen, nowMilli().UnixMilli()}
+	args := []any{r.slidMS, fieldLastSeen, nowMilli().UnixMilli()}
 	if p.LogLevel != nil {
 		args = append(args, fieldLogLevel, string(*p.LogLevel))
 	}
@@ -190,7 +191,7 @@ func (r *Redis) Subscribe(ctx context.Context, id, uri string) error {
 	if err := r.client.SAdd(ctx, index, id).Err(); err != nil {
 		return fmt.Errorf("sessionstore: subscribe %q: %w", shortID(id), err)
 	}
-	if err := r.runLive(ctx, "subscribe", id, scriptSubscribe, r.ttlMS, nowMilli().UnixMilli(), "SADD", uri); err != nil {
+	if err := r.runLive(ctx, "subscribe", id, scriptSubscribe, r.slidMS, nowMilli().UnixMilli(), "SADD", uri); err != nil {
 		return err // a dead session: its entry is stale (removing it could race with a Create)
 	}
 	if err := r.client.SAdd(ctx, index, id).Err(); err != nil {
@@ -202,7 +203,7 @@ func (r *Redis) Subscribe(ctx context.Context, id, uri string) error {
 // Unsubscribe implements [Store.Unsubscribe]: the subscribe script, then
 // the removal from uri's index (see unindex).
 func (r *Redis) Unsubscribe(ctx context.Context, id, uri string) error {
-	if err := r.runLive(ctx, "unsubscribe", id, scriptSubscribe, r.ttlMS, nowMilli().UnixMilli(), "SREM", uri); err != nil {
+	if err := r.runLive(ctx, "unsubscribe", id, scriptSubscribe, r.slidMS, nowMilli().UnixMilli(), "SREM", uri); err != nil {
 		return err
 	}
 	if err := r.unindex(ctx, uri, id); err != nil {

@@ -136,9 +136,10 @@ type Sessions interface {
 	// Update applies p to a live session and extends its TTL. It never
 	// recreates a deleted or expired session: ErrNotFound then.
 	Update(ctx context.Context, id string, p Patch) error
-	// Delete removes the session with its subscriptions, event logs and
-	// in-flight claims. It fails with ErrNotFound if there was nothing to
-	// delete.
+	// Delete removes the session with its subscriptions and event logs,
+	// and releases its in-flight claims (a Redis store leaves their keys
+	// to End or to their expiry: see [Redis]). It fails with ErrNotFound
+	// if there was nothing to delete.
 	Delete(ctx context.Context, id string) error
 
 	// Subscribe adds uri to the session's resource subscriptions

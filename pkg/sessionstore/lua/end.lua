@@ -1,11 +1,13 @@
 -- End.
--- KEYS: rq, the claim.
--- ARGV: token, claim member.
--- Reply: 1 released, 0 otherwise. A member whose claim is gone is dropped
--- too.
-local v = redis.call('GET', KEYS[2])
-if v and v ~= ARGV[1] then return 0 end
-if v then redis.call('DEL', KEYS[2]) end
-redis.call('ZREM', KEYS[1], ARGV[2])
-if v then return 1 end
-return 0
+-- KEYS: the claim.
+-- ARGV: token.
+-- Reply: 1 released, 0 otherwise (no claim, or another token's). The
+-- claim's value is '#', a generation, '#' and the token (see begin.lua),
+-- or the token alone (older versions).
+local v = redis.call('GET', KEYS[1])
+if not v then return 0 end
+local j = string.byte(v, 1) == 35 and string.find(v, '#', 2, true)
+if j then v = string.sub(v, j + 1) end
+if v ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+return 1
