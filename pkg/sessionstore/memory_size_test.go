@@ -86,3 +86,16 @@ func BenchmarkMemoryIdleSession(b *testing.B) {
 		})
 	}
 }
+
+// TestMemoryIdleSessionBytes bounds what an idle session costs a Memory
+// store (issue 21: under 1 KiB of RSS per idle session for the
+// all-in-one, which is about twice the live heap with the GC's default
+// pacing). The bound is generous, so that it holds on any platform, and
+// on the live heap, which is deterministic: not parallel, so no other
+// test allocates meanwhile.
+func TestMemoryIdleSessionBytes(t *testing.T) {
+	const limit = 300
+	if per := idleSessionBytes(t, 20000, false); per > limit {
+		t.Errorf("an idle session holds %.0f bytes of heap, want at most %d", per, limit)
+	}
+}
