@@ -3,8 +3,11 @@ package sessionstore
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"sync"
 	"time"
+
+	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 )
 
 // Memory is a [Store] that keeps everything in the process: the supported
@@ -35,6 +38,12 @@ type Memory struct {
 	// the past is dead: it is never returned, and whoever finds it removes
 	// it.
 	sessions map[string]*memSession
+	// kinds are the declarations of the live sessions, each shared by the
+	// sessions declaring the same (see memKind).
+	kinds map[uint64]*memKind
+	seed  maphash.Seed // of the keys of kinds
+	// base is the origin of the store's monotonic clock (see since).
+	base time.Time
 	// subscribers indexes the subscriptions: uri -> the ids of the
 	// sessions in sessions subscribed to it (an empty set is deleted).
 	subscribers map[string]map[string]struct{}
@@ -52,18 +61,94 @@ var (
 	_ Pinger = (*Memory)(nil)
 )
 
-// memSession is one session's state, guarded by Memory.mu.
+// memSession is one session's state, guarded by Memory.mu. It is small
+// (64 bytes, issue 21): what sessions declare alike is shared (kind), the
+// times are integers, and what an idle session does not have (its
+// subscriptions, claims and event logs) is behind a pointer that stays nil
+// while it has none.
 type memSession struct {
-	rec        Session // ClientInfo and ClientCapabilities are left zero
-	info, caps []byte  // JSON of ClientInfo and ClientCapabilities
-	expires    time.Time
-	subs       map[string]struct{}
-	logs       map[string]*memLog
-	logBytes   int    // the sum of the logs' bytes
-	logSeq     uint64 // the last append's sequence number
+	kind     *memKind // ProtocolVersion, Principal, ClientInfo, ClientCapabilities
+	logLevel protocol.LoggingLevel
+	// created and lastSeen are Unix milliseconds (CreatedAt, LastSeen);
+	// expires is on the store's monotonic clock (see Memory.since).
+	created, lastSeen, expires     int64
+	initialized, clientInitialized bool
+	more                           *memMore
+}
+
+// memMore is what a session holds once it subscribes, claims a request id
+// or logs an event; the janitor drops its empty maps, and it when all are
+// gone (see memSession.shrink), so a session that has gone idle holds
+// none of it.
+type memMore struct {
+	subs     map[string]struct{}
+	logs     map[string]*memLog
+	logBytes int    // the sum of the logs' bytes
+	logSeq   uint64 // the last append's sequence number
 	// claims maps the request ids claimed by Begin to their claims. An
 	// entry whose expires is in the past is dead, like a dead session.
 	claims map[string]memClaim
+}
+
+// grow returns s.more, allocating it if s has none.
+func (s *memSession) grow() *memMore {
+	if s.more == nil {
+		s.more = &memMore{}
+	}
+	return s.more
+}
+
+// shrink drops the maps of s that are empty, and s.more when nothing is
+// left in it.
+func (s *memSession) shrink() {
+	x := s.more
+	if x == nil {
+		return
+	}
+	if len(x.subs) == 0 {
+		x.subs = nil
+	}
+	if len(x.claims) == 0 {
+		x.claims = nil
+	}
+	if len(x.logs) == 0 {
+		x.logs = nil
+	}
+	if x.subs == nil && x.claims == nil && x.logs == nil {
+		s.more = nil
+	}
+}
+
+// subscribed reports whether s is subscribed to uri.
+func (s *memSession) subscribed(uri string) bool {
+	if s.more == nil {
+		return false
+	}
+	_, ok := s.more.subs[uri]
+	return ok
+}
+
+// log returns the event log of stream, or nil.
+func (s *memSession) log(stream string) *memLog {
+	if s.more == nil {
+		return nil
+	}
+	return s.more.logs[stream]
+}
+
+// session returns the record of s, whose id is id, without its JSON
+// members (see memKind.decode).
+func (s *memSession) session(id string) Session {
+	return Session{
+		ID:                id,
+		ProtocolVersion:   s.kind.proto,
+		LogLevel:          s.logLevel,
+		Initialized:       s.initialized,
+		ClientInitialized: s.clientInitialized,
+		Principal:         s.kind.principal,
+		CreatedAt:         time.UnixMilli(s.created).UTC(),
+		LastSeen:          time.UnixMilli(s.lastSeen).UTC(),
+	}
 }
 
 // Janitor sweep bounds: half the TTL, within these limits.
@@ -90,6 +175,9 @@ func NewMemory(opts *Options) (*Memory, error) {
 		stop:        make(chan struct{}),
 		janitorDone: make(chan struct{}),
 		sessions:    make(map[string]*memSession),
+		kinds:       make(map[uint64]*memKind),
+		seed:        maphash.MakeSeed(),
+		base:        time.Now(),
 		subscribers: make(map[string]map[string]struct{}),
 	}
 	go m.janitor(min(max(o.TTL/2, minSweep), maxSweep))
@@ -112,7 +200,7 @@ func (m *Memory) janitor(interval time.Duration) {
 }
 
 // sweep removes every session expired at now, and the claims expired at
-// now of the others.
+// now of the others, which it shrinks.
 func (m *Memory) sweep(now time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -122,15 +210,19 @@ func (m *Memory) sweep(now time.Time) {
 // sweepLocked is sweep with m.mu held.
 func (m *Memory) sweepLocked(now time.Time) {
 	for id, s := range m.sessions {
-		if !now.Before(s.expires) {
+		if m.since(now) >= s.expires {
 			m.remove(id, s)
 			continue
 		}
-		for rid, c := range s.claims {
+		if s.more == nil {
+			continue
+		}
+		for rid, c := range s.more.claims {
 			if !now.Before(c.expires) {
-				delete(s.claims, rid)
+				delete(s.more.claims, rid)
 			}
 		}
+		s.shrink()
 	}
 }
 
@@ -141,20 +233,29 @@ func (m *Memory) live(id string, now time.Time) *memSession {
 	if s == nil {
 		return nil
 	}
-	if !now.Before(s.expires) {
+	if m.since(now) >= s.expires {
 		m.remove(id, s)
 		return nil
 	}
 	return s
 }
 
+// since is now on the store's monotonic clock: the nanoseconds since the
+// store was made (wall clock changes do not move the expiries).
+func (m *Memory) since(now time.Time) int64 {
+	return int64(now.Sub(m.base))
+}
+
 // remove forgets session id, whose entry is s, and its subscriptions'
 // index entries. The caller holds m.mu.
 func (m *Memory) remove(id string, s *memSession) {
 	delete(m.sessions, id)
-	m.bytes -= int64(len(s.info) + len(s.caps))
-	for uri := range s.subs {
-		m.unindex(uri, id)
+	m.bytes -= s.kind.size()
+	m.release(s.kind)
+	if s.more != nil {
+		for uri := range s.more.subs {
+			m.unindex(uri, id)
+		}
 	}
 }
 
@@ -186,8 +287,8 @@ func (m *Memory) full(size int64, now time.Time) bool {
 // touch slides the expiry of s and records the access. The caller holds
 // m.mu.
 func (m *Memory) touch(s *memSession, now time.Time) {
-	s.expires = now.Add(m.ttl)
-	s.rec.LastSeen = time.UnixMilli(now.UnixMilli()).UTC()
+	s.expires = m.since(now) + int64(m.ttl)
+	s.lastSeen = now.UnixMilli()
 }
 
 // withLive runs f on the live session id under m.mu, sliding its TTL first

@@ -28,19 +28,20 @@ func (m *Memory) Begin(ctx context.Context, id, requestID, token string, ttl tim
 		return nil, fmt.Errorf("sessionstore: begin %q: %w", shortID(id), ErrNotFound)
 	}
 	m.touch(ms, now)
-	c, inFlight := ms.claims[requestID]
+	x := ms.grow()
+	c, inFlight := x.claims[requestID]
 	inFlight = inFlight && now.Before(c.expires)
 	if !inFlight {
-		if ms.claims == nil {
-			ms.claims = make(map[string]memClaim)
+		if x.claims == nil {
+			x.claims = make(map[string]memClaim, 1)
 		}
-		ms.claims[requestID] = memClaim{token: token, expires: now.Add(ttl)}
+		x.claims[requestID] = memClaim{token: token, expires: now.Add(ttl)}
 	}
-	s := ms.rec
-	info, caps := ms.info, ms.caps // immutable once stored
+	s := ms.session(id)
+	kind := ms.kind // immutable
 	m.mu.Unlock()
 
-	if err := decodeJSONMembers(&s, info, caps); err != nil {
+	if err := kind.decode(&s); err != nil {
 		return nil, fmt.Errorf("sessionstore: begin %q: %w", shortID(id), err)
 	}
 	if inFlight {
@@ -58,12 +59,14 @@ func (m *Memory) End(ctx context.Context, id, requestID, token string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.live(id, now)
-	if s == nil {
+	if s == nil || s.more == nil {
 		return nil
 	}
 	// A dead claim is dropped whoever it belonged to: it is gone anyway.
-	if c, ok := s.claims[requestID]; ok && (c.token == token || !now.Before(c.expires)) {
-		delete(s.claims, requestID)
+	// The empty map stays for the session's next request; the janitor
+	// drops it if the session stays idle (see memSession.shrink).
+	if c, ok := s.more.claims[requestID]; ok && (c.token == token || !now.Before(c.expires)) {
+		delete(s.more.claims, requestID)
 	}
 	return nil
 }

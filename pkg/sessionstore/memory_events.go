@@ -46,29 +46,30 @@ func (m *Memory) AppendEvent(ctx context.Context, id, stream string, data []byte
 		ev.Data = []byte{}
 	}
 	err := m.withLive(ctx, "append event", id, true, func(s *memSession) {
-		if s.logs == nil {
-			s.logs = make(map[string]*memLog)
+		x := s.grow()
+		if x.logs == nil {
+			x.logs = make(map[string]*memLog)
 		}
-		l := s.logs[stream]
+		l := x.logs[stream]
 		now := time.Now()
 		if l != nil && l.gone(now) {
 			// An ended log past its grace is gone, with the keys of
 			// AppendOnce; its indices go on (as in a Redis store).
-			s.logBytes -= l.bytes
+			x.logBytes -= l.bytes
 			clear(l.events)
 			l.events, l.bytes, l.once = nil, 0, memOnceKeys{}
 		}
 		if l == nil {
-			for name, o := range s.logs {
+			for name, o := range x.logs {
 				if o.gone(now) {
-					s.logBytes -= o.bytes
-					delete(s.logs, name)
+					x.logBytes -= o.bytes
+					delete(x.logs, name)
 				}
 			}
 			l = &memLog{}
-			s.logs[stream] = l
+			x.logs[stream] = l
 		}
-		m.appendTo(s, l, &ev)
+		m.appendTo(x, l, &ev)
 	})
 	if err != nil {
 		return 0, err
@@ -76,9 +77,10 @@ func (m *Memory) AppendEvent(ctx context.Context, id, stream string, data []byte
 	return ev.Index, nil
 }
 
-// appendTo appends ev to the session's log l, giving it its index, and
-// applies the session's bounds. The caller holds the store's lock.
-func (m *Memory) appendTo(s *memSession, l *memLog, ev *Event) {
+// appendTo appends ev to the log l of the session whose logs are in s,
+// giving it its index, and applies the session's bounds. The caller holds
+// the store's lock.
+func (m *Memory) appendTo(s *memMore, l *memLog, ev *Event) {
 	l.endBy = time.Time{} // an append reopens an ended stream
 	l.newest++
 	ev.Index = l.newest
@@ -122,9 +124,9 @@ func (m *Memory) EventsAfter(ctx context.Context, id, stream string, after uint6
 	}
 	var newest uint64
 	var kept []Event
-	if l := s.logs[stream]; l != nil && l.gone(time.Now()) {
-		s.logBytes -= l.bytes
-		delete(s.logs, stream)
+	if l := s.log(stream); l != nil && l.gone(time.Now()) {
+		s.more.logBytes -= l.bytes
+		delete(s.more.logs, stream)
 	} else if l != nil {
 		newest, kept = l.newest, l.events
 	}
@@ -153,12 +155,12 @@ func (m *Memory) EndStream(ctx context.Context, id, stream string) error {
 	if s == nil {
 		return nil
 	}
-	l := s.logs[stream]
+	l := s.log(stream)
 	switch {
 	case l == nil:
 	case m.grace <= 0:
-		s.logBytes -= l.bytes
-		delete(s.logs, stream)
+		s.more.logBytes -= l.bytes
+		delete(s.more.logs, stream)
 	case l.endBy.IsZero():
 		l.endBy = time.Now().Add(m.grace)
 	}
@@ -175,7 +177,7 @@ func eventBytes(evs []Event) int {
 
 // dropOldestLog removes the ended log, or else the log, appended to least
 // recently, other than keep. The caller holds the store's lock.
-func (s *memSession) dropOldestLog(keep *memLog) {
+func (s *memMore) dropOldestLog(keep *memLog) {
 	var oldest string
 	var old *memLog
 	older := func(a, b *memLog) bool {

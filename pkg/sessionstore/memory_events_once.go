@@ -59,11 +59,11 @@ func (m *Memory) appendOnce(a *OnceAppend, now time.Time) OnceResult {
 		return OnceResult{Status: NoSession}
 	}
 	if a.URI != "" {
-		if _, ok := s.subs[a.URI]; !ok {
+		if !s.subscribed(a.URI) {
 			return OnceResult{Status: NotSubscribed}
 		}
 	}
-	l := s.logs[a.Stream]
+	l := s.log(a.Stream)
 	if l == nil || l.newest == 0 || l.gone(now) {
 		return OnceResult{Status: NoLog}
 	}
@@ -76,7 +76,7 @@ func (m *Memory) appendOnce(a *OnceAppend, now time.Time) OnceResult {
 		ev.Data = []byte{}
 	}
 	m.touch(s, now)
-	m.appendTo(s, l, &ev)
+	m.appendTo(s.more, l, &ev)
 	l.once.add(sum, ev.Index, m.maxEvents)
 	return OnceResult{Index: ev.Index, Status: Appended}
 }

@@ -14,12 +14,12 @@ func (m *Memory) AppendEventSeq(ctx context.Context, id, stream string, seq uint
 	}
 	appended := false
 	err := m.withLive(ctx, "append event", id, true, func(s *memSession) {
-		l := s.logs[stream]
+		l := s.log(stream)
 		if l == nil || l.newest == 0 || l.gone(time.Now()) || seq <= l.lastSeq {
 			return
 		}
 		l.lastSeq = seq
-		m.appendTo(s, l, &ev)
+		m.appendTo(s.more, l, &ev)
 		appended = true
 	})
 	if err != nil || !appended {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 )
 
 // Create implements [Store.Create].
@@ -21,6 +19,7 @@ func (m *Memory) Create(ctx context.Context, s *Session) error {
 	if err != nil {
 		return fmt.Errorf("sessionstore: create %q: %w", shortID(s.ID), err)
 	}
+	hash := kindHash(m.seed, s, info, caps)
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -32,13 +31,17 @@ func (m *Memory) Create(ctx context.Context, s *Session) error {
 		return fmt.Errorf("sessionstore: create %q: %w", shortID(s.ID), ErrFull)
 	}
 	m.bytes += size
-	ms := &memSession{rec: *s, info: info, caps: caps}
-	ms.rec.ClientInfo = protocol.Implementation{}
-	ms.rec.ClientCapabilities = protocol.ClientCapabilities{}
+	ms := &memSession{
+		kind:              m.acquire(s, info, caps, hash),
+		logLevel:          internLevel(s.LogLevel),
+		initialized:       s.Initialized,
+		clientInitialized: s.ClientInitialized,
+	}
 	m.touch(ms, now)
-	ms.rec.CreatedAt = ms.rec.LastSeen
+	ms.created = ms.lastSeen
 	m.sessions[s.ID] = ms
-	s.CreatedAt, s.LastSeen = ms.rec.CreatedAt, ms.rec.LastSeen
+	s.CreatedAt = time.UnixMilli(ms.created).UTC()
+	s.LastSeen = s.CreatedAt
 	return nil
 }
 
@@ -55,11 +58,11 @@ func (m *Memory) Get(ctx context.Context, id string) (*Session, error) {
 		return nil, fmt.Errorf("sessionstore: get %q: %w", shortID(id), ErrNotFound)
 	}
 	m.touch(ms, now)
-	s := ms.rec
-	info, caps := ms.info, ms.caps // immutable once stored
+	s := ms.session(id)
+	kind := ms.kind // immutable
 	m.mu.Unlock()
 
-	if err := decodeJSONMembers(&s, info, caps); err != nil {
+	if err := kind.decode(&s); err != nil {
 		return nil, fmt.Errorf("sessionstore: get %q: %w", shortID(id), err)
 	}
 	return &s, nil
@@ -69,10 +72,10 @@ func (m *Memory) Get(ctx context.Context, id string) (*Session, error) {
 func (m *Memory) Update(ctx context.Context, id string, p Patch) error {
 	return m.withLive(ctx, "update", id, true, func(s *memSession) {
 		if p.LogLevel != nil {
-			s.rec.LogLevel = *p.LogLevel
+			s.logLevel = internLevel(*p.LogLevel)
 		}
 		if p.ClientInitialized != nil {
-			s.rec.ClientInitialized = *p.ClientInitialized
+			s.clientInitialized = *p.ClientInitialized
 		}
 	})
 }
@@ -95,10 +98,11 @@ func (m *Memory) Delete(ctx context.Context, id string) error {
 // Subscribe implements [Store.Subscribe].
 func (m *Memory) Subscribe(ctx context.Context, id, uri string) error {
 	return m.withLive(ctx, "subscribe", id, true, func(s *memSession) {
-		if s.subs == nil {
-			s.subs = make(map[string]struct{})
+		x := s.grow()
+		if x.subs == nil {
+			x.subs = make(map[string]struct{})
 		}
-		s.subs[uri] = struct{}{}
+		x.subs[uri] = struct{}{}
 		ids := m.subscribers[uri]
 		if ids == nil {
 			ids = make(map[string]struct{})
@@ -111,8 +115,8 @@ func (m *Memory) Subscribe(ctx context.Context, id, uri string) error {
 // Unsubscribe implements [Store.Unsubscribe].
 func (m *Memory) Unsubscribe(ctx context.Context, id, uri string) error {
 	return m.withLive(ctx, "unsubscribe", id, true, func(s *memSession) {
-		if _, ok := s.subs[uri]; ok {
-			delete(s.subs, uri)
+		if s.subscribed(uri) {
+			delete(s.more.subs, uri)
 			m.unindex(uri, id)
 		}
 	})
@@ -145,7 +149,7 @@ func (m *Memory) DropSubscriber(ctx context.Context, uri, id string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if s := m.live(id, time.Now()); s != nil {
-		if _, ok := s.subs[uri]; ok {
+		if s.subscribed(uri) {
 			return nil
 		}
 	}
@@ -157,7 +161,10 @@ func (m *Memory) DropSubscriber(ctx context.Context, uri, id string) error {
 func (m *Memory) Subscriptions(ctx context.Context, id string) ([]string, error) {
 	uris := []string{}
 	err := m.withLive(ctx, "subscriptions", id, false, func(s *memSession) {
-		for uri := range s.subs {
+		if s.more == nil {
+			return
+		}
+		for uri := range s.more.subs {
 			uris = append(uris, uri)
 		}
 	})

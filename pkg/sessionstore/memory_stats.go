@@ -11,8 +11,9 @@ func (m *Memory) Len() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := 0
+	t := m.since(now)
 	for _, s := range m.sessions {
-		if s.expires.After(now) {
+		if s.expires > t {
 			n++
 		}
 	}

@@ -143,7 +143,7 @@ func TestMemoryJanitorDropsClaims(t *testing.T) {
 			}
 			m.mu.Lock()
 			defer m.mu.Unlock()
-			if n := len(m.sessions[s.ID].claims); n != 1 {
+			if n := len(m.sessions[s.ID].more.claims); n != 1 {
 				return fmt.Errorf("%d claims left, want 1", n)
 			}
 			return nil
@@ -280,8 +280,8 @@ func TestMemoryLogsBounded(t *testing.T) {
 	}
 	m.mu.Lock()
 	ms := m.sessions[s.ID]
-	total, counted := 0, ms.logBytes
-	for _, l := range ms.logs {
+	total, counted := 0, ms.more.logBytes
+	for _, l := range ms.more.logs {
 		total += eventBytes(l.events)
 		if l.bytes != eventBytes(l.events) {
 			t.Errorf("a log counts %d bytes, holds %d", l.bytes, eventBytes(l.events))

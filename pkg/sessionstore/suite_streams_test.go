@@ -20,8 +20,8 @@ func streamCount(t *testing.T, st Store, id string) int {
 	case *Memory:
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if ms := s.sessions[id]; ms != nil {
-			return len(ms.logs)
+		if ms := s.sessions[id]; ms != nil && ms.more != nil {
+			return len(ms.more.logs)
 		}
 		return 0
 	case *Redis:
