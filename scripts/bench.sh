@@ -22,7 +22,8 @@
 #   BENCH_DURATION       measured time of each run [5s]
 #   BENCH_WARMUP         warm-up of each run [1s]
 #   BENCH_CONCURRENCY    concurrencies ["1 16 64"]
-#   BENCH_IDLE_SESSIONS  idle legacy sessions [1000]
+#   BENCH_IDLE_SESSIONS  idle legacy sessions [10000] (at 1000, an idle session is
+#                        ~140 B of heap against ~1 MiB of RSS noise from the GC)
 #   BENCH_LISTENS        idle listen streams, and fan-out streams [10000]
 #   BENCH_FANOUT_EVENTS  touch_resource events of the fan-out [20]
 #   BENCH_OUT            results (results.jsonl), the chart (chart.svg) and
@@ -40,7 +41,7 @@ root=$PWD
 DUR=${BENCH_DURATION:-5s}
 WARM=${BENCH_WARMUP:-1s}
 CONCS=${BENCH_CONCURRENCY:-"1 16 64"}
-IDLE_SESSIONS=${BENCH_IDLE_SESSIONS:-1000}
+IDLE_SESSIONS=${BENCH_IDLE_SESSIONS:-10000}
 LISTENS=${BENCH_LISTENS:-10000}
 EVENTS=${BENCH_FANOUT_EVENTS:-20}
 PEERS=$root/bench/peers
