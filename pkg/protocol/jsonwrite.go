@@ -129,3 +129,28 @@ func appendCallToolResult(dst []byte, r *CallToolResult) ([]byte, error) {
 	}
 	return append(dst, '}'), nil
 }
+
+// AppendResultResponse appends the response to request id with result
+// res, as AppendResponse(b, id, json.Marshal(res)) would, but writes a
+// tools/call result directly into b (its hand-written encoding is valid
+// JSON by construction: what it does not write itself comes from
+// json.Marshal). On error b is returned as it was given.
+func AppendResultResponse(b []byte, id ID, res Result) ([]byte, error) {
+	r, ok := res.(*CallToolResult)
+	if !ok || r == nil {
+		raw, err := json.Marshal(res)
+		if err != nil {
+			return b, err
+		}
+		return AppendResponse(b, id, raw), nil
+	}
+	n := len(b)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = id.AppendJSON(b)
+	b = append(b, `,"result":`...)
+	out, err := appendCallToolResult(b, r)
+	if err != nil {
+		return b[:n], err
+	}
+	return append(out, '}'), nil
+}

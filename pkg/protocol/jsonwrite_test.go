@@ -64,8 +64,25 @@ func TestFastResults(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%d: %v", i, err)
 		}
-		if want := refCallToolResult(t, r); !bytes.Equal(got, want) {
+		want := refCallToolResult(t, r)
+		if !bytes.Equal(got, want) {
 			t.Errorf("%d:\n got %s\nwant %s", i, got, want)
+		}
+		resp, err := AppendResultResponse([]byte("x"), StringID("q"), r)
+		if err != nil || !bytes.Equal(resp, append([]byte("x"), AppendResponse(nil, StringID("q"), want)...)) {
+			t.Errorf("%d: AppendResultResponse = %s, %v", i, resp, err)
+		}
+	}
+	var nilResult *CallToolResult
+	for _, r := range []Result{&EmptyResult{}, &ListToolsResult{Tools: []*Tool{{Name: "t"}}}, nilResult} {
+		raw, _ := json.Marshal(r)
+		if got, err := AppendResultResponse(nil, Int64ID(1), r); err != nil || !bytes.Equal(got, AppendResponse(nil, Int64ID(1), raw)) {
+			t.Errorf("%T: AppendResultResponse = %s, %v", r, got, err)
+		}
+	}
+	for _, r := range []Result{&CallToolResult{StructuredContent: func() {}}, &CallToolResult{ResultBase: ResultBase{Meta: Meta{"f": func() {}}}}} {
+		if got, err := AppendResultResponse([]byte("keep"), Int64ID(1), r); err == nil || string(got) != "keep" {
+			t.Errorf("an unencodable result: %s, %v", got, err)
 		}
 	}
 	for _, s := range jsonStrings {

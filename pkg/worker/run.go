@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -111,12 +110,10 @@ func (w *Worker) answer(ctx context.Context, req *mcp.Request, msg *protocol.Mes
 		outcome = "error"
 		out = protocol.AppendErrorResponse(nil, msg.ID, protocol.AsError(err))
 	} else {
-		raw, merr := json.Marshal(res)
-		if merr != nil {
+		var merr error
+		if out, merr = protocol.AppendResultResponse(make([]byte, 0, 256), msg.ID, res); merr != nil {
 			w.log.ErrorContext(ctx, "worker: marshalling a result", "method", msg.Method, "err", merr)
 			out, outcome = protocol.AppendErrorResponse(nil, msg.ID, protocol.ErrInternalFailure()), "error"
-		} else {
-			out = protocol.AppendResponse(make([]byte, 0, len(raw)+48), msg.ID, raw)
 		}
 	}
 	if limit := w.nc.MaxPayload(); limit > 0 && int64(len(out)+1) > limit {
