@@ -213,27 +213,58 @@ func TestAppendFrameRoundTrip(t *testing.T) {
 var benchMsg = []byte(`{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"search",` +
 	`"arguments":{"query":"nats queue groups","limit":10},"_meta":{"progressToken":"p-17"}}}`)
 
+// benchHeaders are the headers of the common requests, as the frontends
+// build them: a legacy tools/call (its session snapshot included) and a
+// modern one with a Mcp-Param-* header.
+func benchHeaders() []struct {
+	name string
+	h    *bus.RequestHeader
+} {
+	legacy := fullHeader()
+	legacy.Method, legacy.ID, legacy.Target = "tools/call", protocol.Int64ID(17), "search"
+	legacy.Stream = "7f3a9c2e41d0b8a6"
+	legacy.Listen, legacy.SessionStream, legacy.Tasks = true, true, true
+	modern := &bus.RequestHeader{
+		Era: protocol.EraModern, Method: "tools/call", ID: protocol.StringID("req-17"), Target: "search",
+		Frontend: "fe-1", Stream: "7f3a9c2e41d0b8a6", DeadlineMs: 1767225600000,
+		Traceparent:  "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+		ParamHeaders: map[string]string{"region": "eu-west-1"},
+		Listen:       true, SessionStream: true, Tasks: true, CheckParamHeaders: true,
+	}
+	return []struct {
+		name string
+		h    *bus.RequestHeader
+	}{{"legacy", legacy}, {"modern", modern}}
+}
+
 func BenchmarkEncodeRequest(b *testing.B) {
-	h := fullHeader()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := bus.EncodeRequest(h, benchMsg); err != nil {
-			b.Fatal(err)
-		}
+	for _, bc := range benchHeaders() {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := bus.EncodeRequest(bc.h, benchMsg); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
 func BenchmarkDecodeRequest(b *testing.B) {
-	env, err := bus.EncodeRequest(fullHeader(), benchMsg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.SetBytes(int64(len(env)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, msg, err := bus.DecodeRequest(env); err != nil || len(msg) != len(benchMsg) {
-			b.Fatalf("DecodeRequest: %v", err)
-		}
+	for _, bc := range benchHeaders() {
+		b.Run(bc.name, func(b *testing.B) {
+			env, err := bus.EncodeRequest(bc.h, benchMsg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(env)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, msg, err := bus.DecodeRequest(env); err != nil || len(msg) != len(benchMsg) {
+					b.Fatalf("DecodeRequest: %v", err)
+				}
+			}
+		})
 	}
 }
 
