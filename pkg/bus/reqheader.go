@@ -93,7 +93,7 @@ func encodeRequest1(h *RequestHeader, msg []byte) ([]byte, error) {
 			scratch.Put(bp)
 		}
 	}()
-	if len(body) > math.MaxUint32 {
+	if uint64(len(body)) > math.MaxUint32 {
 		return nil, errHeaderTooLarge
 	}
 	out := make([]byte, 0, 5+len(body)+len(msg))
@@ -104,12 +104,8 @@ func encodeRequest1(h *RequestHeader, msg []byte) ([]byte, error) {
 }
 
 func appendHeaderBody(b []byte, h *RequestHeader) []byte {
-	var flags byte
-	for bit, on := range [...]bool{h.Listen, h.SessionStream, h.Tasks, h.CheckParamHeaders} {
-		if on {
-			flags |= 1 << bit
-		}
-	}
+	flags := bit(h.Listen, flagListen) | bit(h.SessionStream, flagSessionStream) |
+		bit(h.Tasks, flagTasks) | bit(h.CheckParamHeaders, flagCheckParamHeaders)
 	b = append(b, byte(h.Era), flags)
 	b = appendSnapshot(b, h.Session)
 	b = appendStr(b, h.Method)
@@ -147,8 +143,9 @@ func appendSnapshot(b []byte, s *SessionInfo) []byte {
 	b = appendStr(b, string(s.LogLevel))
 	b = appendImplementation(b, s.ClientInfo)
 	b = appendCapabilities(b, s.ClientCapabilities)
-	// A snapshot over 4 GiB is cut at 4 GiB and then fails to decode.
-	binary.BigEndian.PutUint32(b[at:], uint32(min(len(b)-at-4, math.MaxUint32)))
+	// A snapshot over 4 GiB makes the header too large: encodeRequest1
+	// fails.
+	binary.BigEndian.PutUint32(b[at:], uint32(min(uint64(len(b)-at-4), math.MaxUint32)))
 	return b
 }
 
@@ -177,35 +174,24 @@ func appendCapabilities(b []byte, cc *protocol.ClientCapabilities) []byte {
 	if cc == nil {
 		return append(b, 0)
 	}
-	var bits byte
-	if r := cc.Roots; r != nil {
-		bits |= capRoots
-		if r.ListChanged {
-			bits |= capRootsListChanged
-		}
-	}
-	if s := cc.Sampling; s != nil {
-		bits |= capSampling
-		if s.Context != nil {
-			bits |= capSamplingContext
-		}
-		if s.Tools != nil {
-			bits |= capSamplingTools
-		}
-	}
-	if e := cc.Elicitation; e != nil {
-		bits |= capElicitation
-		if e.Form != nil {
-			bits |= capElicitationForm
-		}
-		if e.URL != nil {
-			bits |= capElicitationURL
-		}
-	}
+	r, s, e := cc.Roots, cc.Sampling, cc.Elicitation
+	bits := bit(r != nil, capRoots) | bit(r != nil && r.ListChanged, capRootsListChanged) |
+		bit(s != nil, capSampling) | bit(s != nil && s.Context != nil, capSamplingContext) |
+		bit(s != nil && s.Tools != nil, capSamplingTools) |
+		bit(e != nil, capElicitation) | bit(e != nil && e.Form != nil, capElicitationForm) |
+		bit(e != nil && e.URL != nil, capElicitationURL)
 	b = append(b, 1, bits)
 	b = appendRawMap(b, cc.Experimental)
 	b = appendRaw(b, cc.Tasks)
 	return appendRawMap(b, cc.Extensions)
+}
+
+// bit is b when on, 0 otherwise.
+func bit(on bool, b byte) byte {
+	if on {
+		return b
+	}
+	return 0
 }
 
 // appendRawMap appends m with its keys sorted: a snapshot's bytes are the
