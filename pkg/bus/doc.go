@@ -5,7 +5,9 @@
 //
 //   - a request envelope ([RequestHeader] in a binary header + the client's
 //     raw JSON-RPC message or its params, see [EncodeRequest]; workers also
-//     read the JSON header of earlier versions) published by a frontend to
+//     read the JSON header of earlier versions, which frontends write while
+//     a worker that reads only it is alive: [EncodeRequestAs]) published by
+//     a frontend to
 //     Subjects.Request(method, name) in the queue group [WorkerQueue], with
 //     the NATS reply subject set to the frontend stream that waits for it;
 //   - stream frames ([Frame]: one kind byte + a JSON-RPC message) published

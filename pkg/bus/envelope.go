@@ -72,6 +72,11 @@ type RequestHeader struct {
 	CheckParamHeaders bool `json:"cph,omitempty"`
 }
 
+// RequestFormat is the newest request header format this version writes
+// and reads: 1, the binary header (headerFormat1). Format 0 is the JSON
+// header of earlier versions, which every version reads.
+const RequestFormat = 1
+
 // EncodeRequest builds a request envelope: the header in the binary
 // format 1 (see headerFormat1), then msg verbatim (msg is never
 // re-marshalled): the whole message, or only its params when h.Method is
@@ -82,15 +87,27 @@ type RequestHeader struct {
 // the message), so a worker of this version serves frontends of either.
 // A worker of an earlier version cannot read the binary header: it drops
 // the envelope ("dropping a malformed envelope") and the client gets an
-// error once the frontend's worker timeout passes. Upgrade the workers
-// before the frontends (docs/kubernetes.md, "Rolling updates").
+// error once the frontend's worker timeout passes. Frontends therefore
+// write with EncodeRequestAs the newest format every live worker
+// announces (fleet.Announcement.RequestFormat; workers of earlier
+// versions announce none: JSON).
 func EncodeRequest(h *RequestHeader, msg []byte) ([]byte, error) {
 	return encodeRequest1(h, msg)
 }
 
+// EncodeRequestAs builds a request envelope in format: the JSON header of
+// earlier versions for 0 (or less), the binary one (EncodeRequest)
+// otherwise. A format newer than RequestFormat is written as
+// RequestFormat, which its readers read too.
+func EncodeRequestAs(format int, h *RequestHeader, msg []byte) ([]byte, error) {
+	if format < 1 {
+		return encodeRequestJSON(h, msg)
+	}
+	return encodeRequest1(h, msg)
+}
+
 // encodeRequestJSON builds the envelope of earlier versions: the header as
-// one line of JSON, a newline, then msg verbatim. Tests use it to check
-// that such envelopes still decode.
+// one line of JSON, a newline, then msg verbatim.
 func encodeRequestJSON(h *RequestHeader, msg []byte) ([]byte, error) {
 	hb, err := json.Marshal(h)
 	if err != nil {

@@ -79,6 +79,26 @@ func TestBinaryHeaderRoundTrip(t *testing.T) {
 	}
 }
 
+// EncodeRequestAs writes the JSON header of earlier versions for format 0
+// and the binary one for 1 and later formats; both decode.
+func TestEncodeRequestAs(t *testing.T) {
+	for _, tc := range []struct {
+		format int
+		first  byte
+	}{{-1, '{'}, {0, '{'}, {1, 1}, {bus.RequestFormat + 1, 1}} {
+		env, err := bus.EncodeRequestAs(tc.format, fullHeader(), []byte("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if env[0] != tc.first {
+			t.Errorf("format %d: envelope starts with %q, want %q", tc.format, env[0], tc.first)
+		}
+		if h, msg, err := bus.DecodeRequest(env); err != nil || !reflect.DeepEqual(h, fullHeader()) || string(msg) != "{}" {
+			t.Errorf("format %d: decoded %+v, %q, %v", tc.format, h, msg, err)
+		}
+	}
+}
+
 // The binary header's fields are these: a field added to one of these
 // types must be added to the encoding (reqheader.go) and here.
 func TestRequestHeaderFieldsPinned(t *testing.T) {
