@@ -64,6 +64,7 @@ FUZZ_TARGETS := \
 	./internal/uritemplate:FuzzParseMatch \
 	./internal/jsonschema:FuzzValidateJSON \
 	./pkg/bus:FuzzToken \
+	./pkg/bus:FuzzDecodeRequest \
 	./pkg/sessionstore:FuzzValidID
 
 .PHONY: fuzz

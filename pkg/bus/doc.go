@@ -3,8 +3,11 @@
 // Every subject is built by [Subjects]; nothing else concatenates subject
 // strings. The wire formats are:
 //
-//   - a request envelope ([RequestHeader] + the client's raw JSON-RPC message,
-//     see [EncodeRequest]) published by a frontend to
+//   - a request envelope ([RequestHeader] in a binary header + the client's
+//     raw JSON-RPC message or its params, see [EncodeRequest]; workers also
+//     read the JSON header of earlier versions, which frontends write while
+//     a worker that reads only it is alive: [EncodeRequestAs]) published by
+//     a frontend to
 //     Subjects.Request(method, name) in the queue group [WorkerQueue], with
 //     the NATS reply subject set to the frontend stream that waits for it;
 //   - stream frames ([Frame]: one kind byte + a JSON-RPC message) published

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
@@ -71,10 +72,43 @@ type RequestHeader struct {
 	CheckParamHeaders bool `json:"cph,omitempty"`
 }
 
-// EncodeRequest builds a request envelope: the header as one line of JSON,
-// a newline, then msg verbatim (msg is never re-marshalled): the whole
-// message, or only its params when h.Method is set.
+// RequestFormat is the newest request header format this version writes
+// and reads: 1, the binary header (headerFormat1). Format 0 is the JSON
+// header of earlier versions, which every version reads.
+const RequestFormat = 1
+
+// EncodeRequest builds a request envelope: the header in the binary
+// format 1 (see headerFormat1), then msg verbatim (msg is never
+// re-marshalled): the whole message, or only its params when h.Method is
+// set. The envelope is the one allocation.
+//
+// Rolling upgrades: DecodeRequest reads both this header and the JSON
+// header that earlier versions wrote (one line of JSON, a newline, then
+// the message), so a worker of this version serves frontends of either.
+// A worker of an earlier version cannot read the binary header: it drops
+// the envelope ("dropping a malformed envelope") and the client gets an
+// error once the frontend's worker timeout passes. Frontends therefore
+// write with EncodeRequestAs the newest format every live worker
+// announces (fleet.Announcement.RequestFormat; workers of earlier
+// versions announce none: JSON).
 func EncodeRequest(h *RequestHeader, msg []byte) ([]byte, error) {
+	return encodeRequest1(h, msg)
+}
+
+// EncodeRequestAs builds a request envelope in format: the JSON header of
+// earlier versions for 0 (or less), the binary one (EncodeRequest)
+// otherwise. A format newer than RequestFormat is written as
+// RequestFormat, which its readers read too.
+func EncodeRequestAs(format int, h *RequestHeader, msg []byte) ([]byte, error) {
+	if format < 1 {
+		return encodeRequestJSON(h, msg)
+	}
+	return encodeRequest1(h, msg)
+}
+
+// encodeRequestJSON builds the envelope of earlier versions: the header as
+// one line of JSON, a newline, then msg verbatim.
+func encodeRequestJSON(h *RequestHeader, msg []byte) ([]byte, error) {
 	hb, err := json.Marshal(h)
 	if err != nil {
 		return nil, err
@@ -88,11 +122,18 @@ func EncodeRequest(h *RequestHeader, msg []byte) ([]byte, error) {
 // ErrBadEnvelope is returned for a malformed envelope.
 var ErrBadEnvelope = errors.New("bus: malformed envelope")
 
-// DecodeRequest splits an envelope into its header and the raw message.
-// The returned message aliases data. The header's Session may be shared
-// with other headers decoded from the same snapshot: treat it as
-// read-only.
+// DecodeRequest splits an envelope, of the binary format (EncodeRequest)
+// or the JSON one of earlier versions, into its header and the raw
+// message. A truncated or corrupt envelope is ErrBadEnvelope.
+//
+// The returned message aliases data; the header's strings do not (they
+// share one copy of the header, made here), so data may be reused once the
+// message is done with. The header's Session may be shared with other
+// headers decoded from the same snapshot: treat it as read-only.
 func DecodeRequest(data []byte) (*RequestHeader, []byte, error) {
+	if len(data) > 0 && data[0] == headerFormat1 {
+		return decodeRequest1(data)
+	}
 	i := bytes.IndexByte(data, '\n')
 	if i < 0 {
 		return nil, nil, ErrBadEnvelope
@@ -106,7 +147,7 @@ func DecodeRequest(data []byte) (*RequestHeader, []byte, error) {
 	}
 	h := &w.RequestHeader
 	if len(w.Session) > 0 && string(w.Session) != "null" {
-		s, err := snapshots.decode(w.Session)
+		s, err := jsonSnapshots.get(string(w.Session), decodeSnapshotJSON)
 		if err != nil {
 			return nil, nil, errors.Join(ErrBadEnvelope, err)
 		}
@@ -115,17 +156,30 @@ func DecodeRequest(data []byte) (*RequestHeader, []byte, error) {
 	return h, data[i+1:], nil
 }
 
-// snapshotCache keeps decoded session snapshots by their JSON: a session
-// sends the same snapshot with each request until its log level changes,
-// and decoding client capabilities is most of decoding a header.
+func decodeSnapshotJSON(raw string) (*SessionInfo, error) {
+	s := new(SessionInfo)
+	if err := json.Unmarshal([]byte(raw), s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// snapshotCache keeps decoded session snapshots by their encoding: a
+// session sends the same snapshot with each request until its log level
+// changes, and decoding client capabilities is most of decoding a header.
+// Each header format has its own cache, so that bytes of one format never
+// stand for a snapshot decoded from the other.
 type snapshotCache struct {
 	mu sync.Mutex
 	m  map[string]*SessionInfo
 }
 
-var snapshots = &snapshotCache{m: map[string]*SessionInfo{}}
+var (
+	jsonSnapshots = &snapshotCache{m: map[string]*SessionInfo{}}
+	binSnapshots  = &snapshotCache{m: map[string]*SessionInfo{}}
+)
 
-// maxSnapshots bounds the cache (it starts over when full), and
+// maxSnapshots bounds each cache (it starts over when full), and
 // maxSnapshotBytes the snapshots it keeps: at most about 32 MiB with
 // their decoded forms, whatever capabilities clients declare.
 const (
@@ -133,25 +187,29 @@ const (
 	maxSnapshotBytes = 4 << 10
 )
 
-func (c *snapshotCache) decode(raw []byte) (*SessionInfo, error) {
+// get returns the snapshot encoded as raw, decoded by decode on a miss.
+// decode gets a copy of raw of its own, which its result may alias: a kept
+// snapshot pins neither the envelope nor the header it came in.
+func (c *snapshotCache) get(raw string, decode func(string) (*SessionInfo, error)) (*SessionInfo, error) {
 	c.mu.Lock()
-	s := c.m[string(raw)]
+	s := c.m[raw]
 	c.mu.Unlock()
 	if s != nil {
 		return s, nil
 	}
-	s = new(SessionInfo)
-	if err := json.Unmarshal(raw, s); err != nil {
+	key := strings.Clone(raw)
+	s, err := decode(key)
+	if err != nil {
 		return nil, err
 	}
-	if len(raw) > maxSnapshotBytes {
+	if len(key) > maxSnapshotBytes {
 		return s, nil // rare and large: not kept
 	}
 	c.mu.Lock()
 	if len(c.m) >= maxSnapshots {
 		clear(c.m)
 	}
-	c.m[string(raw)] = s
+	c.m[key] = s
 	c.mu.Unlock()
 	return s, nil
 }

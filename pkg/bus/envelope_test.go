@@ -46,46 +46,63 @@ func TestRequestEnvelopeRoundTrip(t *testing.T) {
 		{"empty message", fullHeader(), []byte{}},
 		{"binary message", fullHeader(), []byte{0, '\n', 0xff, '\n'}},
 	}
+	encoders := []struct {
+		name   string
+		encode func(*bus.RequestHeader, []byte) ([]byte, error)
+	}{{"binary", bus.EncodeRequest}, {"json", bus.EncodeRequestJSON}}
+	for _, enc := range encoders {
+		for _, tc := range tests {
+			t.Run(enc.name+"/"+tc.name, func(t *testing.T) {
+				env, err := enc.encode(tc.h, tc.msg)
+				if err != nil {
+					t.Fatalf("encode: %v", err)
+				}
+				h, msg, err := bus.DecodeRequest(env)
+				if err != nil {
+					t.Fatalf("DecodeRequest(%q): %v", env, err)
+				}
+				if !reflect.DeepEqual(h, tc.h) {
+					t.Errorf("header = %+v, want %+v", h, tc.h)
+				}
+				if !bytes.Equal(msg, tc.msg) {
+					t.Errorf("message = %q, want %q", msg, tc.msg)
+				}
+				if !bytes.HasSuffix(env, tc.msg) {
+					t.Errorf("envelope %q does not end with the message verbatim", env)
+				}
+			})
+		}
+	}
+}
+
+// The JSON envelopes of earlier versions' frontends still decode (a
+// rolling upgrade: new workers, old frontends). The literals are what
+// those frontends wrote.
+func TestDecodeRequestJSONHeader(t *testing.T) {
+	tests := []struct {
+		in   string
+		want *bus.RequestHeader
+		msg  string
+	}{
+		{`{"era":2,"fe":"f","st":"s","p":"p","dl":5,"tp":"tp"}` + "\nM",
+			&bus.RequestHeader{Era: protocol.EraModern, Frontend: "f", Stream: "s", Principal: "p", DeadlineMs: 5, Traceparent: "tp"}, "M"},
+		{`{"era":1,"m":"ping","id":"7","fe":"","st":""}` + "\n",
+			&bus.RequestHeader{Era: protocol.EraLegacy, Method: "ping", ID: protocol.StringID("7")}, ""},
+		{`{"era":1,"m":"tools/call","id":-3,"tg":"echo","fe":"f","st":"s","s":{"id":"sid","v":"2025-11-25","ci":{"name":"c","version":"1"},"cc":{"roots":{"listChanged":true}},"ll":"info"},"ts":"a=b","ph":{"x":"y"},"ls":true,"ss":true,"tk":true,"cph":true}` + "\n{\"name\":\"echo\"}",
+			&bus.RequestHeader{Era: protocol.EraLegacy, Method: "tools/call", ID: protocol.Int64ID(-3), Target: "echo", Frontend: "f", Stream: "s",
+				Session: &bus.SessionInfo{ID: "sid", ProtocolVersion: "2025-11-25", ClientInfo: &protocol.Implementation{Name: "c", Version: "1"},
+					ClientCapabilities: &protocol.ClientCapabilities{Roots: &protocol.RootsCapability{ListChanged: true}}, LogLevel: protocol.LevelInfo},
+				Tracestate: "a=b", ParamHeaders: map[string]string{"x": "y"}, Listen: true, SessionStream: true, Tasks: true, CheckParamHeaders: true},
+			`{"name":"echo"}`},
+	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			env, err := bus.EncodeRequest(tc.h, tc.msg)
-			if err != nil {
-				t.Fatalf("EncodeRequest: %v", err)
-			}
-			h, msg, err := bus.DecodeRequest(env)
-			if err != nil {
-				t.Fatalf("DecodeRequest(%q): %v", env, err)
-			}
-			if !reflect.DeepEqual(h, tc.h) {
-				t.Errorf("header = %+v, want %+v", h, tc.h)
-			}
-			if !bytes.Equal(msg, tc.msg) {
-				t.Errorf("message = %q, want %q", msg, tc.msg)
-			}
-			if !bytes.HasSuffix(env, tc.msg) {
-				t.Errorf("envelope %q does not end with the message verbatim", env)
-			}
-		})
-	}
-}
-
-func TestRequestHeaderWireNames(t *testing.T) {
-	env, err := bus.EncodeRequest(&bus.RequestHeader{Era: protocol.EraModern, Frontend: "f", Stream: "s", Principal: "p", DeadlineMs: 5, Traceparent: "tp"}, []byte("M"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := `{"era":2,"fe":"f","st":"s","p":"p","dl":5,"tp":"tp"}` + "\nM"; string(env) != want {
-		t.Errorf("envelope = %q, want %q", env, want)
-	}
-}
-
-func TestRequestHeaderMethodAndID(t *testing.T) {
-	env, err := bus.EncodeRequest(&bus.RequestHeader{Era: protocol.EraLegacy, Method: "ping", ID: protocol.StringID("7")}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := `{"era":1,"m":"ping","id":"7","fe":"","st":""}` + "\n"; string(env) != want {
-		t.Errorf("envelope = %q, want %q", env, want)
+		h, msg, err := bus.DecodeRequest([]byte(tc.in))
+		if err != nil {
+			t.Fatalf("DecodeRequest(%q): %v", tc.in, err)
+		}
+		if !reflect.DeepEqual(h, tc.want) || string(msg) != tc.msg {
+			t.Errorf("DecodeRequest(%q) = %+v, %q; want %+v, %q", tc.in, h, msg, tc.want, tc.msg)
+		}
 	}
 }
 
@@ -213,27 +230,58 @@ func TestAppendFrameRoundTrip(t *testing.T) {
 var benchMsg = []byte(`{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"search",` +
 	`"arguments":{"query":"nats queue groups","limit":10},"_meta":{"progressToken":"p-17"}}}`)
 
+// benchHeaders are the headers of the common requests, as the frontends
+// build them: a legacy tools/call (its session snapshot included) and a
+// modern one with a Mcp-Param-* header.
+func benchHeaders() []struct {
+	name string
+	h    *bus.RequestHeader
+} {
+	legacy := fullHeader()
+	legacy.Method, legacy.ID, legacy.Target = "tools/call", protocol.Int64ID(17), "search"
+	legacy.Stream = "7f3a9c2e41d0b8a6"
+	legacy.Listen, legacy.SessionStream, legacy.Tasks = true, true, true
+	modern := &bus.RequestHeader{
+		Era: protocol.EraModern, Method: "tools/call", ID: protocol.StringID("req-17"), Target: "search",
+		Frontend: "fe-1", Stream: "7f3a9c2e41d0b8a6", DeadlineMs: 1767225600000,
+		Traceparent:  "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+		ParamHeaders: map[string]string{"region": "eu-west-1"},
+		Listen:       true, SessionStream: true, Tasks: true, CheckParamHeaders: true,
+	}
+	return []struct {
+		name string
+		h    *bus.RequestHeader
+	}{{"legacy", legacy}, {"modern", modern}}
+}
+
 func BenchmarkEncodeRequest(b *testing.B) {
-	h := fullHeader()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := bus.EncodeRequest(h, benchMsg); err != nil {
-			b.Fatal(err)
-		}
+	for _, bc := range benchHeaders() {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := bus.EncodeRequest(bc.h, benchMsg); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
 func BenchmarkDecodeRequest(b *testing.B) {
-	env, err := bus.EncodeRequest(fullHeader(), benchMsg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.SetBytes(int64(len(env)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, msg, err := bus.DecodeRequest(env); err != nil || len(msg) != len(benchMsg) {
-			b.Fatalf("DecodeRequest: %v", err)
-		}
+	for _, bc := range benchHeaders() {
+		b.Run(bc.name, func(b *testing.B) {
+			env, err := bus.EncodeRequest(bc.h, benchMsg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(env)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, msg, err := bus.DecodeRequest(env); err != nil || len(msg) != len(benchMsg) {
+					b.Fatalf("DecodeRequest: %v", err)
+				}
+			}
+		})
 	}
 }
 

@@ -196,7 +196,8 @@ func (a *Announcer) publish(leaving bool, changed []string) {
 	if s == nil {
 		return
 	}
-	ann := Announcement{Worker: a.opts.ID, Pool: s.pool, IntervalMs: a.opts.Interval.Milliseconds(), Leaving: leaving, Changed: changed}
+	ann := Announcement{Worker: a.opts.ID, Pool: s.pool, IntervalMs: a.opts.Interval.Milliseconds(), Leaving: leaving, Changed: changed,
+		RequestFormat: bus.RequestFormat}
 	b, _ := json.Marshal(&ann)
 	if err := a.nc.Publish(a.opts.Subjects.Announce(), b); err != nil {
 		a.log.Warn("worker: announcing", "err", err)

@@ -37,6 +37,11 @@ type Announcement struct {
 	// Changed lists kinds ("tools", "prompts", "resources") whose lists
 	// changed although the catalog did not (a handler raised list_changed).
 	Changed []string `json:"c,omitempty"`
+	// RequestFormat is the newest request header format the worker reads
+	// (bus.RequestFormat); workers of earlier versions send none (0: the
+	// JSON header only). Frontends write the newest format every live
+	// worker reads ([View.RequestFormat]).
+	RequestFormat int `json:"rf,omitempty"`
 }
 
 // missedBeats is how many announcement intervals a worker may stay silent

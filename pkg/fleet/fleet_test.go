@@ -189,6 +189,36 @@ func TestViewForgetsSilentWorker(t *testing.T) {
 	}
 }
 
+// A view's request format is the newest every live worker reads: none
+// known, the JSON header; a worker of an earlier version (its
+// announcements have no format) holds it at 0 until it leaves.
+func TestViewRequestFormat(t *testing.T) {
+	e := startBus(t)
+	fe := connect(t, e, "fe")
+	v := newView(t, fe, fleet.ViewOptions{SweepInterval: 10 * time.Millisecond, StartWait: -1})
+	if err := v.Start(t.Context()); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	if got := v.RequestFormat(); got != 0 {
+		t.Errorf("RequestFormat without workers = %d, want 0", got)
+	}
+	cat := tools("echo")
+	serve(t, connect(t, e, "w1"), "w1", cat, time.Hour)
+	testutil.Poll(t, "the new worker's format", func() bool { return v.Alive("w1") && v.RequestFormat() == bus.RequestFormat })
+	old := connect(t, e, "old")
+	announce := func(leaving bool) {
+		t.Helper()
+		b, _ := json.Marshal(map[string]any{"w": "old", "p": cat.Hash(), "i": time.Hour.Milliseconds(), "l": leaving})
+		if err := old.Publish(bus.Subjects{}.Announce(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	announce(false)
+	testutil.Poll(t, "the old worker's format", func() bool { return v.Alive("old") && v.RequestFormat() == 0 })
+	announce(true)
+	testutil.Poll(t, "the format once the old worker left", func() bool { return !v.Alive("old") && v.RequestFormat() == bus.RequestFormat })
+}
+
 // Resources, templates and completion references go to the pool serving
 // them; an unknown resource is answered locally with the era's code.
 func TestViewRoutesByURI(t *testing.T) {
@@ -341,7 +371,7 @@ func TestAnnouncerWire(t *testing.T) {
 		}
 		return fleet.Announcement{}
 	}
-	if got := next(); got.Worker != "w1" || got.Pool != cat.Hash() || got.IntervalMs != time.Hour.Milliseconds() || got.Leaving || !slices.Equal(got.Changed, []string{"tools"}) {
+	if got := next(); got.Worker != "w1" || got.Pool != cat.Hash() || got.IntervalMs != time.Hour.Milliseconds() || got.Leaving || !slices.Equal(got.Changed, []string{"tools"}) || got.RequestFormat != bus.RequestFormat {
 		t.Fatalf("announcement: %+v", got)
 	}
 	// A frontend's query is answered at once.

@@ -67,7 +67,8 @@ type View struct {
 	closed   bool                // Close was called: no new fetches
 	sub      *nats.Subscription
 
-	snap atomic.Pointer[snapshot] // what requests read; never nil
+	snap   atomic.Pointer[snapshot] // what requests read; never nil
+	format atomic.Int32             // RequestFormat
 
 	live    chan struct{}      // closed when the first pool's catalog is in
 	ctx     context.Context    // cancelled by Close: ends catalog fetches
@@ -82,6 +83,7 @@ type member struct {
 	pool    string // the pool it announces
 	prev    string // its previous pool, served until pool's catalog is in
 	expires time.Time
+	format  int // the request header format it reads (Announcement.RequestFormat)
 }
 
 // errClosed is returned by Start after Close.
@@ -225,10 +227,13 @@ func (v *View) onAnnounce(m *nats.Msg) {
 			changed = true
 		}
 	case w == nil:
-		v.workers[a.Worker] = &member{pool: a.Pool, expires: expires}
+		v.workers[a.Worker] = &member{pool: a.Pool, expires: expires, format: a.RequestFormat}
 		changed = true
-	case w.pool != a.Pool:
-		w.prev, w.pool, w.expires = w.pool, a.Pool, expires
+	case w.pool != a.Pool || w.format != a.RequestFormat:
+		w.prev, w.pool, w.expires, w.format = w.pool, a.Pool, expires, a.RequestFormat
+		if w.prev == w.pool {
+			w.prev = ""
+		}
 		changed = true
 	default:
 		w.expires = expires
@@ -317,6 +322,14 @@ func (v *View) sweep() {
 func (v *View) rebuild(reported []string) {
 	v.mu.Lock()
 	live := map[string]bool{}
+	format := bus.RequestFormat
+	if len(v.workers) == 0 {
+		format = 0 // none known: what every worker reads
+	}
+	for _, w := range v.workers {
+		format = min(format, w.format)
+	}
+	v.format.Store(int32(format))
 	for _, w := range v.workers {
 		switch {
 		case v.pools[w.pool] != nil:
@@ -366,6 +379,11 @@ func (v *View) rebuild(reported []string) {
 		v.raise(kinds)
 	}
 }
+
+// RequestFormat is the request header format to write
+// (bus.EncodeRequestAs): the newest that every live worker reads, 0 (the
+// JSON header, which every version reads) while no worker is known.
+func (v *View) RequestFormat() int { return int(v.format.Load()) }
 
 // ListDigest returns the digest (mcp.ListDigest) of the list of kind
 // ("tools", "prompts" or "resources") the union of live pools offers now:

@@ -124,7 +124,8 @@ func New(nc *nats.Conn, opts Options) (*Frontend, error) {
 // frontend's options, limits and shutdown.
 func (f *Frontend) newStreams() (err error) {
 	f.streams, err = stream.New(stream.Options{
-		ID: f.id, Conn: f.nc, Subjects: f.subj, Events: f.opts.Store, Subscribers: f.opts.Store, Registry: f.reg, ListDigest: f.fleet.ListDigest, Logger: f.log, Metrics: f.metrics,
+		ID: f.id, Conn: f.nc, Subjects: f.subj, Events: f.opts.Store, Subscribers: f.opts.Store, Registry: f.reg, ListDigest: f.fleet.ListDigest, RequestFormat: f.fleet.RequestFormat,
+		Logger: f.log, Metrics: f.metrics,
 		RequestTimeout: f.opts.RequestTimeout, WorkerTimeout: f.opts.WorkerTimeout, KeepAlive: f.opts.KeepAlive,
 		WriteTimeout: f.opts.WriteTimeout, SSERetry: f.opts.SSERetry, StreamBuffer: f.opts.StreamBuffer,
 		Shutdown: f.shutdown, Active: &f.active, Tracer: f.spans.streamTracer(),

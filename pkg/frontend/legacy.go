@@ -415,7 +415,7 @@ func (f *Frontend) legacyNotification(ctx context.Context, sess *sessionstore.Se
 		// For the server author's callback, on any one worker.
 		hdr := &bus.RequestHeader{Era: protocol.EraLegacy, Frontend: f.id, Session: snapshot(sess), Principal: sess.Principal}
 		raw := protocol.AppendNotification(nil, msg.Method, msg.Params)
-		if data, err := bus.EncodeRequest(hdr, raw); err == nil {
+		if data, err := bus.EncodeRequestAs(f.fleet.RequestFormat(), hdr, raw); err == nil {
 			_ = f.nc.Publish(f.subj.Request(msg.Method, ""), data)
 		}
 	case protocol.NotificationCancelled:

@@ -66,18 +66,18 @@ func (m *Metrics) start(f *inflight, method string) time.Time {
 }
 
 // done counts the end of request f: its outcome (ok, error, timeout,
-// cancelled, shutdown) and, for ok and error, its answer out, whose error
-// code or tool error is the operation's error_type.
-func (m *Metrics) done(f *inflight, method, outcome string, out []byte, start time.Time) {
+// cancelled, shutdown) and, for ok and error, its answer's errType (the
+// error code or tool error: answer.errType), the operation's error_type.
+func (m *Metrics) done(f *inflight, method, outcome, errType string, start time.Time) {
 	if m == nil {
 		return
 	}
 	m.inflight.Dec()
 	if f.op != nil {
-		errType := outcome
 		switch outcome {
 		case "ok", "error":
-			errType = opmetrics.ResponseErrorType(method, out)
+		default:
+			errType = outcome
 		}
 		f.op.End(start, errType)
 		f.op = nil

@@ -1,10 +1,14 @@
 package worker
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
@@ -22,7 +26,7 @@ import (
 func (w *Worker) run(ctx context.Context, cancelDeadline context.CancelFunc, f *inflight, req *mcp.Request, msg *protocol.Message) {
 	start := w.opts.Metrics.start(f, msg.Method)
 	stop := context.AfterFunc(ctx, func() { w.expire(ctx, f, msg.Method, msg.ID, start) })
-	out, outcome := w.answerTraced(ctx, req, msg)
+	a := w.answerTraced(ctx, req, msg)
 	answered := !stop() // expire runs (or ran): the request is its to answer
 	cancelDeadline()
 	w.mu.Lock()
@@ -39,8 +43,8 @@ func (w *Worker) run(ctx context.Context, cancelDeadline context.CancelFunc, f *
 	if answered {
 		return
 	}
-	f.publish(bus.FrameResponse, out, true)
-	w.endRequest(f, msg.Method, outcome, out, start)
+	f.publish(bus.FrameResponse, a.out, true)
+	w.endRequest(f, msg.Method, a.outcome, a.errType, start)
 }
 
 // expire answers a request whose context ended before its handler
@@ -69,30 +73,47 @@ func (w *Worker) expire(ctx context.Context, f *inflight, method string, id prot
 	if stuck {
 		w.opts.Metrics.stuck()
 	}
-	w.endRequest(f, method, outcome, nil, start)
+	w.endRequest(f, method, outcome, "", start)
 }
 
 // endRequest forgets an answered request: its cancel key may be used
-// again, and Shutdown no longer waits for it. out is the answer sent (nil
-// when expire ended the request).
-func (w *Worker) endRequest(f *inflight, method, outcome string, out []byte, start time.Time) {
+// again, and Shutdown no longer waits for it. errType is the answer's
+// (answer.errType; "" when expire ended the request).
+func (w *Worker) endRequest(f *inflight, method, outcome, errType string, start time.Time) {
 	w.mu.Lock()
 	if w.inflight[f.key] == f {
 		delete(w.inflight, f.key)
 	}
 	w.mu.Unlock()
-	w.opts.Metrics.done(f, method, outcome, out, start)
+	w.opts.Metrics.done(f, method, outcome, errType, start)
 	endConsume(f.ctx, outcome, nil)
 	w.wg.Done()
 }
 
+// answer is a request's encoded answer and what it says, worked out once
+// from the handler's values for the metrics and the trace alike (neither
+// scans out).
+type answer struct {
+	out []byte
+	// outcome is "error" for an error response, "ok" otherwise.
+	outcome string
+	// errType is the error response's code in decimal, "tool_error" for
+	// a tools/call result with isError true, "" otherwise.
+	errType string
+}
+
+// failed is the answer of an error response of e to the request id.
+func failed(id protocol.ID, e *protocol.Error) answer {
+	return answer{protocol.AppendErrorResponse(nil, id, e), "error", strconv.FormatInt(e.Code, 10)}
+}
+
 // answer runs the handler and encodes its answer. A panic anywhere in it
 // (the catalog path, a handler, a result's MarshalJSON) becomes -32603.
-func (w *Worker) answer(ctx context.Context, req *mcp.Request, msg *protocol.Message) (out []byte, outcome string) {
+func (w *Worker) answer(ctx context.Context, req *mcp.Request, msg *protocol.Message) (a answer) {
 	defer func() {
 		if p := recover(); p != nil {
 			w.log.ErrorContext(ctx, "worker: panic answering a request", "method", msg.Method, "panic", p, "stack", string(debug.Stack()))
-			out, outcome = protocol.AppendErrorResponse(nil, msg.ID, protocol.ErrInternalFailure()), "error"
+			a = failed(msg.ID, protocol.ErrInternalFailure())
 		}
 	}()
 	var (
@@ -105,26 +126,79 @@ func (w *Worker) answer(ctx context.Context, req *mcp.Request, msg *protocol.Mes
 	} else {
 		res, err = w.srv.Handle(ctx, req, msg.Params)
 	}
-	outcome = "ok"
 	if err != nil {
-		outcome = "error"
-		out = protocol.AppendErrorResponse(nil, msg.ID, protocol.AsError(err))
+		a = failed(msg.ID, protocol.AsError(err))
 	} else {
-		var merr error
-		if out, merr = protocol.AppendResultResponse(make([]byte, 0, 256), msg.ID, res); merr != nil {
-			w.log.ErrorContext(ctx, "worker: marshalling a result", "method", msg.Method, "err", merr)
-			out, outcome = protocol.AppendErrorResponse(nil, msg.ID, protocol.ErrInternalFailure()), "error"
-		}
+		a = encodeResult(ctx, w, msg, res)
 	}
-	if limit := w.nc.MaxPayload(); limit > 0 && int64(len(out)+1) > limit {
+	if limit := w.nc.MaxPayload(); limit > 0 && int64(len(a.out)+1) > limit {
 		// The bus cannot carry it: the client gets an error now rather
 		// than a timeout when the worker seems to have died.
-		w.log.WarnContext(ctx, "worker: a result is over the bus's payload cap", "method", msg.Method, "bytes", len(out), "max", limit)
-		out = protocol.AppendErrorResponse(nil, msg.ID, protocol.NewError(protocol.CodeInternalError,
-			"internal error: the result is %d bytes once encoded, over the %d bytes a message between processes may carry", len(out), limit))
-		outcome = "error"
+		w.log.WarnContext(ctx, "worker: a result is over the bus's payload cap", "method", msg.Method, "bytes", len(a.out), "max", limit)
+		a = failed(msg.ID, protocol.NewError(protocol.CodeInternalError,
+			"internal error: the result is %d bytes once encoded, over the %d bytes a message between processes may carry", len(a.out), limit))
 	}
-	return out, outcome
+	return a
+}
+
+// resultEncoder encodes results into a buffer it keeps: the result's JSON
+// is copied once, into the response, instead of allocated and then copied.
+type resultEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var resultEncoders = sync.Pool{New: func() any {
+	e := new(resultEncoder)
+	e.enc = json.NewEncoder(&e.buf) // escapes HTML, as json.Marshal does
+	return e
+}}
+
+// maxKeptEncoder is the largest buffer a resultEncoder goes back to the
+// pool with.
+const maxKeptEncoder = 64 << 10
+
+// encodeResult encodes the response of a request's result res.
+func encodeResult(ctx context.Context, w *Worker, msg *protocol.Message, res protocol.Result) answer {
+	if r, ok := res.(*protocol.CallToolResult); ok && r != nil {
+		// Written by hand, straight into the response.
+		out, err := protocol.AppendResultResponse(make([]byte, 0, 256), msg.ID, r)
+		if err != nil {
+			w.log.ErrorContext(ctx, "worker: marshalling a result", "method", msg.Method, "err", err)
+			return failed(msg.ID, protocol.ErrInternalFailure())
+		}
+		a := answer{out: out, outcome: "ok"}
+		if msg.Method == protocol.MethodToolsCall && r.IsError {
+			a.errType = "tool_error"
+		}
+		return a
+	}
+	e := resultEncoders.Get().(*resultEncoder)
+	e.buf.Reset()
+	if err := e.enc.Encode(res); err != nil {
+		resultEncoders.Put(e)
+		w.log.ErrorContext(ctx, "worker: marshalling a result", "method", msg.Method, "err", err)
+		return failed(msg.ID, protocol.ErrInternalFailure())
+	}
+	raw := bytes.TrimSuffix(e.buf.Bytes(), []byte("\n")) // Encode ends it with a newline
+	a := answer{out: protocol.AppendResponse(make([]byte, 0, len(raw)+48), msg.ID, raw), outcome: "ok"}
+	if msg.Method == protocol.MethodToolsCall && isToolError(res, raw) {
+		a.errType = "tool_error"
+	}
+	if e.buf.Cap() <= maxKeptEncoder {
+		resultEncoders.Put(e)
+	}
+	return a
+}
+
+// isToolError reports whether a tools/call result, encoded as raw, is a
+// tool's error: from its value when it is a CallToolResult, else (a
+// middleware's own result type) from its encoding.
+func isToolError(res protocol.Result, raw []byte) bool {
+	if r, ok := res.(*protocol.CallToolResult); ok {
+		return r != nil && r.IsError
+	}
+	return protocol.IsToolErrorResult(raw)
 }
 
 // recovered logs a panic of a worker goroutine instead of letting it take

@@ -106,15 +106,15 @@ func endConsume(ctx context.Context, outcome string, refused *protocol.Error) {
 // the CONSUMER span in ctx): the handler's context carries it. The span
 // is named and described once the handler returned, from what the request
 // decoded (its tool, prompt or resource).
-func (w *Worker) answerTraced(ctx context.Context, req *mcp.Request, msg *protocol.Message) (out []byte, outcome string) {
+func (w *Worker) answerTraced(ctx context.Context, req *mcp.Request, msg *protocol.Message) answer {
 	if w.spans.off || !trace.SpanFromContext(ctx).IsRecording() {
 		return w.answer(ctx, req, msg)
 	}
 	hctx, span := w.spans.tracer.Start(ctx, msg.Method, internalKind)
-	out, outcome = w.answer(hctx, req, msg)
+	a := w.answer(hctx, req, msg)
 	if !span.IsRecording() {
 		span.End()
-		return out, outcome
+		return a
 	}
 	method := msg.Method
 	var tool, prompt, uri string
@@ -141,12 +141,9 @@ func (w *Worker) answerTraced(ctx context.Context, req *mcp.Request, msg *protoc
 	if v := req.ProtocolVersion(); v != "" {
 		attrs = append(attrs, mcptrace.ProtocolVersion.String(v))
 	}
-	errType := ""
-	if code, isErr := protocol.ResponseErrorCode(out); isErr {
-		errType = strconv.FormatInt(code, 10)
+	errType := a.errType
+	if a.outcome == "error" {
 		attrs = append(attrs, mcptrace.RPCStatusCode.String(errType))
-	} else if method == protocol.MethodToolsCall && protocol.IsToolErrorResult(out) {
-		errType = "tool_error"
 	}
 	if ctx.Err() != nil {
 		// The request ended before its handler returned: it was answered
@@ -166,5 +163,5 @@ func (w *Worker) answerTraced(ctx context.Context, req *mcp.Request, msg *protoc
 	}
 	span.SetAttributes(attrs...)
 	span.End()
-	return out, outcome
+	return a
 }

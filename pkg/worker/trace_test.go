@@ -132,6 +132,48 @@ func TestSpans(t *testing.T) {
 	}
 }
 
+// TestHandlerSpanErrorTypes checks the handler span's error.type and
+// rpc.response.status_code, worked out from the handler's values: a
+// JSON-RPC error carries its code, a tool's error result is tool_error,
+// and a result whose structured content merely holds an isError member is
+// a success.
+func TestHandlerSpanErrorTypes(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	s := newServer()
+	addTool(t, s, "refuses", func(context.Context, *mcp.Request, json.RawMessage) (*protocol.CallToolResult, error) {
+		return nil, protocol.NewError(protocol.CodeInvalidParams, "no")
+	})
+	addTool(t, s, "fails", func(context.Context, *mcp.Request, json.RawMessage) (*protocol.CallToolResult, error) {
+		return mcp.ToolError("it broke"), nil
+	})
+	addTool(t, s, "lookalike", func(context.Context, *mcp.Request, json.RawMessage) (*protocol.CallToolResult, error) {
+		return &protocol.CallToolResult{StructuredContent: map[string]any{"isError": true}}, nil
+	})
+	f := newFixture(t, s, &worker.Options{HeartbeatInterval: -1, TracerProvider: tp})
+	tests := []struct {
+		tool, trace, errType, status string
+	}{
+		{"refuses", "33333333333333333333333333333333", "-32602", "-32602"},
+		{"fails", "44444444444444444444444444444444", "tool_error", ""},
+		{"lookalike", "55555555555555555555555555555555", "", ""},
+	}
+	for i, tc := range tests {
+		tid, _ := trace.TraceIDFromHex(tc.trace)
+		hdr := legacy("s1")
+		hdr.Traceparent = "00-" + tc.trace + "-00f067aa0ba902b7-01"
+		f.fe.callTool(t, hdr, protocol.Int64ID(int64(i+1)), tc.tool, "").response(t)
+		attrs := spanAttrs(ended(t, rec, tid, trace.SpanKindInternal, "tools/call "+tc.tool))
+		if got := attrs["error.type"]; got != tc.errType {
+			t.Errorf("%s: error.type %q, want %q", tc.tool, got, tc.errType)
+		}
+		if got := attrs["rpc.response.status_code"]; got != tc.status {
+			t.Errorf("%s: rpc.response.status_code %q, want %q", tc.tool, got, tc.status)
+		}
+	}
+}
+
 // TestSpansOff checks that with the no-op provider the worker makes no
 // span and the handler's context carries the envelope's trace context.
 func TestSpansOff(t *testing.T) {

@@ -169,7 +169,11 @@ func (ex *exchange) publish(r *http.Request) error {
 		hdr.Target = rec.Tool + rec.Prompt + rec.Resource // one of them, at most
 	}
 	span := ex.traceHeader(r, hdr, subject)
-	data, err := bus.EncodeRequest(hdr, spec.Msg.Params)
+	format := bus.RequestFormat
+	if s.opts.RequestFormat != nil {
+		format = s.opts.RequestFormat()
+	}
+	data, err := bus.EncodeRequestAs(format, hdr, spec.Msg.Params)
 	if err == nil && !s.nc.IsConnected() {
 		err = nats.ErrConnectionClosed // fail fast during a NATS outage
 	}

@@ -62,6 +62,12 @@ type Options struct {
 	// list_changed (see listchanged.go).
 	// default: none (list_changed is logged only by the holder)
 	ListDigest func(kind string) string
+	// RequestFormat gives the request header format to publish requests in
+	// (bus.EncodeRequestAs): the newest every live worker reads
+	// (fleet.View.RequestFormat), so workers of an earlier version still
+	// read them during a rolling upgrade.
+	// default: bus.RequestFormat
+	RequestFormat func() int
 	// Logger receives warnings and errors.
 	// default: slog.Default()
 	Logger *slog.Logger
