@@ -248,7 +248,7 @@ func (h *Handler) start(ctx context.Context, srv *mcp.Server, o *HandlerOptions)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	fe, err := frontend.New(nc, fo)
+	fe, err := frontend.New(bus.NATS(nc), fo)
 	if err != nil {
 		return err
 	}
@@ -266,7 +266,7 @@ func (h *Handler) start(ctx context.Context, srv *mcp.Server, o *HandlerOptions)
 		if wo.Metrics == nil {
 			wo.Metrics = worker.NewMetrics(h.reg)
 		}
-		w, err := worker.New(nc, srv, &wo)
+		w, err := worker.New(bus.NATS(nc), srv, &wo)
 		if err != nil {
 			return err
 		}

@@ -262,7 +262,7 @@ func StartInProc(tb testing.TB, opts InProcOptions) *InProc {
 			tb.Fatal(err)
 		}
 	}
-	w, err := worker.New(nc, srv, &worker.Options{Logger: log, TracerProvider: opts.TracerProvider})
+	w, err := worker.New(bus.NATS(nc), srv, &worker.Options{Logger: log, TracerProvider: opts.TracerProvider})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func StartInProc(tb testing.TB, opts InProcOptions) *InProc {
 	if fo.Logger == nil {
 		fo.Logger = log
 	}
-	fe, err := frontend.New(nc, fo)
+	fe, err := frontend.New(bus.NATS(nc), fo)
 	if err != nil {
 		tb.Fatal(err)
 	}

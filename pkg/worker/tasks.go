@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/pkg/bus"
 	"github.com/mcpfleet/mcpfleet/pkg/mcp"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 	"github.com/mcpfleet/mcpfleet/pkg/tasks"
@@ -30,7 +31,8 @@ type taskHost struct {
 
 type runningTask struct {
 	id, principal string
-	sub           *nats.Subscription
+	nc            bus.Conn // answers the control messages
+	sub           bus.Subscription
 	ctx           context.Context // the task's context (its cause says why it ended)
 	cancel        context.CancelCauseFunc
 	mu            sync.Mutex
@@ -287,7 +289,7 @@ func (rt *runningTask) onControl(m *nats.Msg) {
 		rt.add(c.Responses)
 	}
 	if m.Reply != "" {
-		_ = m.Respond([]byte("ok"))
+		_ = bus.Respond(rt.nc, m, []byte("ok"))
 	}
 }
 

@@ -40,7 +40,7 @@ func TestInputsOnTerminalTask(t *testing.T) {
 		_ = m.Respond(b)
 	})
 	srv := mcp.NewServer(protocol.Implementation{Name: "x", Version: "0"}, nil)
-	w, err := New(nc, srv, &Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	w, err := New(bus.NATS(nc), srv, &Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
