@@ -113,7 +113,7 @@ func (h *taskHost) Create(ctx context.Context, req *mcp.Request) (*protocol.Crea
 	// The work stops at 90% of the TTL, so the outcome stays readable for
 	// the rest of it.
 	tctx, cancelDeadline := context.WithDeadline(tctx, now.Add(tasks.DefaultTTL*9/10))
-	rt := &runningTask{id: rec.TaskID, principal: principal, ctx: tctx, cancel: func(err error) { cancel(err); cancelDeadline() },
+	rt := &runningTask{id: rec.TaskID, nc: h.w.nc, principal: principal, ctx: tctx, cancel: func(err error) { cancel(err); cancelDeadline() },
 		got: map[string]json.RawMessage{}, changed: make(chan struct{})}
 	h.mu.Lock()
 	switch {
