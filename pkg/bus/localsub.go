@@ -153,22 +153,18 @@ func (s *localSub) isClosed() bool {
 }
 
 // Unsubscribe implements Subscription.
-func (s *localSub) Unsubscribe() error {
-	if s.isClosed() {
-		return nats.ErrBadSubscription
-	}
-	s.l.remove(s)
-	s.stop(false)
-	return nil
-}
+func (s *localSub) Unsubscribe() error { return s.end(false) }
 
 // Drain implements Subscription.
-func (s *localSub) Drain() error {
+func (s *localSub) Drain() error { return s.end(true) }
+
+// end takes s out of the index and stops it (see stop).
+func (s *localSub) end(drain bool) error {
 	if s.isClosed() {
 		return nats.ErrBadSubscription
 	}
 	s.l.remove(s)
-	s.stop(true)
+	s.stop(drain)
 	return nil
 }
 
