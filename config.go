@@ -128,8 +128,8 @@ func (c *config) define(r role, f *flags, program func(*flag.FlagSet)) error {
 	f.in(groupBus)
 	switch r {
 	case roleServe:
-		f.str(&c.NATSURL, "nats-url", "", "URLS", "NATS server(s), comma-separated (empty: an embedded NATS server)")
-		f.str(&c.NATSListen, "nats-listen", "", "ADDR", "also open the embedded NATS server to other processes on this address")
+		f.str(&c.NATSURL, "nats-url", "", "URLS", "NATS server(s), comma-separated (empty: a bus inside this process: in-process, or an embedded NATS server with --nats-listen)")
+		f.str(&c.NATSListen, "nats-listen", "", "ADDR", "run an embedded NATS server, open to other processes (workers, frontends) on this address, instead of the in-process bus no other process can join")
 	case roleFrontend:
 		f.str(&c.NATSURL, "nats-url", DefaultNATSURL, "URLS", "NATS server(s), comma-separated")
 	case roleWorker:
@@ -147,7 +147,7 @@ func (c *config) define(r role, f *flags, program func(*flag.FlagSet)) error {
 		case roleWorker:
 			usage += " (required)"
 		case roleServe:
-			usage += " (default: random on the embedded NATS; required with --nats-url)"
+			usage += " (default: random on a bus inside this process; required with --nats-url)"
 		default:
 			usage += " (default: random)"
 		}

@@ -28,8 +28,8 @@ import (
 const DefaultNATSURL = "nats://127.0.0.1:4222"
 
 // HandlerOptions configure [NewHandler]. With a server, the zero value is
-// the all-in-one: an embedded NATS server, an in-process worker and an
-// in-memory session store. Invalid values make NewHandler fail with an
+// the all-in-one: an in-process bus (no NATS server; bus.Local), an
+// in-process worker and an in-memory session store. Invalid values make NewHandler fail with an
 // error wrapping [ErrInvalidOptions] before anything connects.
 type HandlerOptions struct {
 	// NATS is an open connection to use; the handler does not close it.
@@ -37,13 +37,16 @@ type HandlerOptions struct {
 	// default: none (connect to NATSURL)
 	NATS *nats.Conn
 	// NATSURL is the NATS server (a comma-separated list for a cluster).
-	// Empty: an embedded NATS server inside this process when there is a
-	// server to serve, else DefaultNATSURL.
-	// default: embedded with a server, else DefaultNATSURL (nats://127.0.0.1:4222)
+	// Empty, when there is a server to serve: a bus inside this process,
+	// the in-process bus (bus.Local) or, with NATSListen, an embedded NATS
+	// server; else DefaultNATSURL.
+	// default: in-process with a server, else DefaultNATSURL (nats://127.0.0.1:4222)
 	NATSURL string
-	// NATSListen, with the embedded NATS server, also opens it to other
-	// processes on this address (host:port). Empty: in-process only.
-	// default: none (in-process only)
+	// NATSListen, with a server and no NATSURL, runs an embedded NATS
+	// server instead of the in-process bus and opens it to other
+	// processes (workers, frontends) on this address (host:port). Empty:
+	// the in-process bus, which no other process can join.
+	// default: none (the in-process bus)
 	NATSListen string
 	// NATSAuth holds the credentials and TLS files of the connection to
 	// NATSURL (see bus.Auth; unused with NATS or the embedded server).
@@ -99,11 +102,11 @@ type HandlerOptions struct {
 	// default: the zero sessionstore.Options, TTL Frontend.SessionTTL
 	Memory sessionstore.Options
 	// StateKey (mcp.StateKeySize bytes) seals 2026-07-28 requestState.
-	// Nil: the server's own configured key; else, on the embedded NATS
-	// server, a random key; else NewHandler fails with ErrNoStateKey (the
+	// Nil: the server's own configured key; else, on a bus inside this
+	// process (in-process or embedded NATS), a random key; else NewHandler fails with ErrNoStateKey (the
 	// other workers of the cluster could not open this worker's states).
 	// A key of another size is invalid.
-	// default: the server's key, else random on the embedded NATS, else required
+	// default: the server's key, else random on a bus inside this process, else required
 	StateKey []byte
 	// OldStateKeys still open states sealed before a rotation (with
 	// StateKey only; they never seal).
@@ -199,7 +202,9 @@ func (h *Handler) start(ctx context.Context, srv *mcp.Server, o *HandlerOptions)
 	if err != nil {
 		return err
 	}
-	h.register(newNATSCollector(nc))
+	if n := nc.NATSConn(); n != nil { // the in-process bus has no NATS statistics
+		h.register(newNATSCollector(n))
+	}
 	fo := o.Frontend
 	if o.Store != nil {
 		fo.Store = o.Store
@@ -291,12 +296,18 @@ func (h *Handler) start(ctx context.Context, srv *mcp.Server, o *HandlerOptions)
 	return nil
 }
 
-// connect returns the NATS connection to use: o.NATS, an embedded
-// server's, or one to o.NATSURL.
-func (h *Handler) connect(ctx context.Context, o *HandlerOptions, withWorker, embedded bool) (*nats.Conn, error) {
+// connect returns the bus to use: o.NATS; for the all-in-one (embedded)
+// that no other process can join (no NATSListen), an in-process bus
+// (bus.Local: no NATS server at all); with NATSListen, an embedded NATS
+// server's connection; else a connection to o.NATSURL.
+func (h *Handler) connect(ctx context.Context, o *HandlerOptions, withWorker, embedded bool) (bus.Conn, error) {
 	switch {
 	case o.NATS != nil:
-		return o.NATS, nil
+		return bus.NATS(o.NATS), nil
+	case embedded && o.NATSListen == "":
+		l := bus.NewLocal(h.log)
+		h.closers = append(h.closers, func(context.Context) { l.Close() })
+		return l, nil
 	case embedded:
 		e, err := bus.StartEmbedded(&bus.EmbeddedOptions{Listen: o.NATSListen, Logger: h.log})
 		if err != nil {
@@ -311,7 +322,7 @@ func (h *Handler) connect(ctx context.Context, o *HandlerOptions, withWorker, em
 		if u := e.ClientURL(); u != "" {
 			h.log.Info("embedded NATS listening", "url", u)
 		}
-		return nc, nil
+		return bus.NATS(nc), nil
 	}
 	if o.NATSListen != "" {
 		h.log.Warn("--nats-listen applies to the embedded NATS server only; it is ignored with an external one")
@@ -338,7 +349,7 @@ func (h *Handler) connect(ctx context.Context, o *HandlerOptions, withWorker, em
 		return nil, err
 	}
 	h.closers = append(h.closers, func(context.Context) { nc.Close() })
-	return nc, nil
+	return bus.NATS(nc), nil
 }
 
 // applyPrefix sets every subjects' prefix to prefix (when set; one

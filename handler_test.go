@@ -239,3 +239,33 @@ func TestRunServeAddressTaken(t *testing.T) {
 		t.Fatalf("RunServe on a taken address: %v", err)
 	}
 }
+
+// The all-in-one's bus: in-process without NATSListen (no NATS
+// connection, so no mcpfleet_nats_* series), an embedded NATS server
+// with it; both serve both protocol eras and are ready.
+func TestAllInOneBus(t *testing.T) {
+	for name, c := range map[string]struct {
+		opts *mcpfleet.HandlerOptions
+		nats bool
+	}{
+		"in-process": {nil, false},
+		"nats-listen": {&mcpfleet.HandlerOptions{NATSListen: "127.0.0.1:-1",
+			Logger: slog.New(slog.DiscardHandler)}, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHandler(t, greeter(t), c.opts)
+			hs := httptest.NewServer(h)
+			t.Cleanup(hs.Close)
+			greetLegacy(t, hs.URL)
+			greetModern(t, hs.URL)
+			if err := h.Ready(t.Context()); err != nil {
+				t.Errorf("Ready: %v", err)
+			}
+			rec := httptest.NewRecorder()
+			h.Metrics().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+			if got := strings.Contains(rec.Body.String(), "mcpfleet_nats_connected 1"); got != c.nats {
+				t.Errorf("mcpfleet_nats_connected 1 in the metrics: %v, want %v", got, c.nats)
+			}
+		})
+	}
+}

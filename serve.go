@@ -88,8 +88,8 @@ func (o *ServeOptions) validate() error {
 
 // RunServe runs the all-in-one until ctx ends, then drains: srv's
 // handlers in an in-process worker behind the HTTP endpoint, on an
-// embedded NATS server and an in-memory session store unless opts name
-// external ones. opts may be nil.
+// in-process bus (an embedded NATS server with NATSListen) and an
+// in-memory session store unless opts name external ones. opts may be nil.
 func RunServe(ctx context.Context, srv *mcp.Server, opts *ServeOptions) error {
 	if srv == nil {
 		return ErrNoServer

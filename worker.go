@@ -181,7 +181,7 @@ func RunWorker(ctx context.Context, srv *mcp.Server, opts *WorkerOptions) error 
 	if wo.Metrics == nil {
 		wo.Metrics = worker.NewMetrics(reg)
 	}
-	w, err := worker.New(nc, srv, &wo)
+	w, err := worker.New(bus.NATS(nc), srv, &wo)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,7 @@
 // wire, in both protocol eras, as net/http/httptest tests an HTTP handler.
 //
 // [NewServer] serves an *mcp.Server with the all-in-one of `serve`
-// (mcpfleet.NewHandler: embedded NATS, in-process worker, in-memory store)
+// (mcpfleet.NewHandler: in-process bus, in-process worker, in-memory store)
 // on a random loopback port until the test ends. [Server.Connect] (or
 // [Dial], for any endpoint URL) returns a [Client] in the era
 // [ClientOptions] ask for: legacy (2025-11-25, the zero value: an

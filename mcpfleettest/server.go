@@ -38,7 +38,7 @@ type ServerOptions struct {
 }
 
 // Server is an MCP server under test, served by the all-in-one
-// (mcpfleet.NewHandler: embedded NATS, in-process worker, in-memory
+// (mcpfleet.NewHandler: in-process bus, in-process worker, in-memory
 // store — the code of `serve`) on a random loopback port.
 type Server struct {
 	// URL is the MCP endpoint, http://127.0.0.1:port/mcp.
@@ -131,7 +131,7 @@ func (s *Server) Connect(tb testing.TB, opts *ClientOptions) *Client {
 }
 
 // Close drains the server: requests in flight finish, listen streams get
-// their final result, open streams close; then the embedded NATS server
+// their final result, open streams close; then the in-process bus
 // and the store stop. It waits at most 30 seconds, then closes what is
 // left. It is idempotent and returns the first call's error.
 func (s *Server) Close() error {

@@ -14,10 +14,19 @@ import (
 
 // BenchmarkServe measures the server side of one tools/call echo through
 // the whole in-process all-in-one: the frontend's handler (called
-// directly, no network), the session store, the embedded NATS bus both
-// ways, and the worker.
+// directly, no network), the session store, the in-process bus both ways
+// (bus.Local, as `mcpfleet serve` without --nats-listen), and the worker.
 func BenchmarkServe(b *testing.B) {
-	ip := testenv.StartInProc(b, testenv.InProcOptions{NoFixture: true})
+	benchServe(b, testenv.StartInProc(b, testenv.InProcOptions{NoFixture: true, LocalBus: true}))
+}
+
+// BenchmarkServeNATS is BenchmarkServe on an embedded NATS server (as
+// `mcpfleet serve --nats-listen`, and the bus of a cluster).
+func BenchmarkServeNATS(b *testing.B) {
+	benchServe(b, testenv.StartInProc(b, testenv.InProcOptions{NoFixture: true}))
+}
+
+func benchServe(b *testing.B, ip *testenv.InProc) {
 	post, sid := benchSession(b, ip)
 	cases := []struct {
 		name string

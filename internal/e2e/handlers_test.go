@@ -77,7 +77,7 @@ func startHandlersRig(t *testing.T, srv *mcp.Server, wo worker.Options, fo front
 	}
 	t.Cleanup(func() { _ = mem.Close(context.Background()) })
 	wo.Logger = quiet
-	w, err := worker.New(wnc, srv, &wo)
+	w, err := worker.New(bus.NATS(wnc), srv, &wo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func startHandlersRig(t *testing.T, srv *mcp.Server, wo worker.Options, fo front
 		_ = w.Shutdown(ctx)
 	})
 	fo.Store, fo.Logger = mem, quiet
-	fe, err := frontend.New(fnc, fo)
+	fe, err := frontend.New(bus.NATS(fnc), fo)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -151,7 +151,7 @@ func startRigOn(t *testing.T, e *bus.Embedded, srv *mcp.Server, workerURL string
 	}
 	t.Cleanup(func() { _ = mem.Close(context.Background()) })
 	st := &wrapStore{Store: mem}
-	w, _ := worker.New(wnc, srv, &worker.Options{Logger: quiet})
+	w, _ := worker.New(bus.NATS(wnc), srv, &worker.Options{Logger: quiet})
 	if err := w.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func startRigOn(t *testing.T, e *bus.Embedded, srv *mcp.Server, workerURL string
 		defer cancel()
 		_ = w.Shutdown(ctx)
 	})
-	fe, err := frontend.New(fnc, frontend.Options{Store: st, Logger: quiet})
+	fe, err := frontend.New(bus.NATS(fnc), frontend.Options{Store: st, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

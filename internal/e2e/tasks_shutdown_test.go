@@ -49,7 +49,7 @@ func TestTaskFrontendShutdownKeepsWrites(t *testing.T) {
 		}, mcp.WithTasks(mcp.TaskOptional))
 	})
 	wnc, _ := e.Connect("w")
-	w, _ := worker.New(wnc, srv, &worker.Options{Logger: quiet})
+	w, _ := worker.New(bus.NATS(wnc), srv, &worker.Options{Logger: quiet})
 	_ = w.Start(context.Background())
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -60,7 +60,7 @@ func TestTaskFrontendShutdownKeepsWrites(t *testing.T) {
 	var fes []*frontend.Frontend
 	for i, st := range []sessionstore.Store{slowStore{mem, &slowWrites}, mem} {
 		nc, _ := e.Connect("fe")
-		fe, err := frontend.New(nc, frontend.Options{Store: st, Logger: quiet})
+		fe, err := frontend.New(bus.NATS(nc), frontend.Options{Store: st, Logger: quiet})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -184,13 +184,18 @@ http {
 }
 
 // InProc is an all-in-one deployment inside the test process: embedded
-// NATS, the in-memory store, one worker and one frontend behind httptest.
+// NATS (or the in-process bus), the in-memory store, one worker and one
+// frontend behind httptest.
 type InProc struct {
 	// Logs holds what the worker and frontend logged.
-	Logs     *logBuffer
-	URL      string
-	Store    *sessionstore.Memory
-	NC       *nats.Conn
+	Logs  *logBuffer
+	URL   string
+	Store *sessionstore.Memory
+	// NC is the embedded NATS server's connection (nil with LocalBus).
+	NC *nats.Conn
+	// Bus is what the worker and the frontend share: NC's, or the
+	// in-process bus.
+	Bus      bus.Conn
 	Server   *mcp.Server
 	Worker   *worker.Worker
 	Frontend *frontend.Frontend
@@ -202,6 +207,9 @@ type InProcOptions struct {
 	Frontend  frontend.Options // Store and Logger are filled in
 	Store     sessionstore.Options
 	NoFixture bool
+	// LocalBus runs the deployment on the in-process bus (bus.Local, as
+	// the all-in-one without --nats-listen) instead of an embedded NATS.
+	LocalBus bool
 	// Server, when set, is served instead of the example server.
 	Server *mcp.Server
 	// TracerProvider makes the worker's and the frontend's spans (it is
@@ -231,22 +239,30 @@ func (l *logBuffer) String() string {
 // StartInProc starts an in-process all-in-one.
 func StartInProc(tb testing.TB, opts InProcOptions) *InProc {
 	tb.Helper()
-	e, err := bus.StartEmbedded(nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = e.Shutdown(ctx)
-	})
-	nc, err := e.Connect("test")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(nc.Close)
 	logs := &logBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	var nc *nats.Conn
+	var bc bus.Conn
+	if opts.LocalBus {
+		l := bus.NewLocal(log)
+		tb.Cleanup(l.Close)
+		bc = l
+	} else {
+		e, err := bus.StartEmbedded(nil)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = e.Shutdown(ctx)
+		})
+		if nc, err = e.Connect("test"); err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(nc.Close)
+		bc = bus.NATS(nc)
+	}
 	store, err := sessionstore.NewMemory(&opts.Store)
 	if err != nil {
 		tb.Fatal(err)
@@ -262,7 +278,7 @@ func StartInProc(tb testing.TB, opts InProcOptions) *InProc {
 			tb.Fatal(err)
 		}
 	}
-	w, err := worker.New(nc, srv, &worker.Options{Logger: log, TracerProvider: opts.TracerProvider})
+	w, err := worker.New(bc, srv, &worker.Options{Logger: log, TracerProvider: opts.TracerProvider})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -283,7 +299,7 @@ func StartInProc(tb testing.TB, opts InProcOptions) *InProc {
 	if fo.Logger == nil {
 		fo.Logger = log
 	}
-	fe, err := frontend.New(nc, fo)
+	fe, err := frontend.New(bc, fo)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -298,5 +314,5 @@ func StartInProc(tb testing.TB, opts InProcOptions) *InProc {
 		hs.CloseClientConnections()
 		hs.Close()
 	})
-	return &InProc{Logs: logs, URL: hs.URL + "/mcp", Store: store, NC: nc, Server: srv, Worker: w, Frontend: fe}
+	return &InProc{Logs: logs, URL: hs.URL + "/mcp", Store: store, NC: nc, Bus: bc, Server: srv, Worker: w, Frontend: fe}
 }

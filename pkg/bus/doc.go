@@ -1,5 +1,11 @@
 // Package bus carries MCP traffic between frontends and workers over NATS.
 //
+// Every package reaches the bus through [Conn]: [NATS] wraps a nats.go
+// connection (an external server or cluster, or the [Embedded] one), and
+// [Local] is a bus with no server, for one process no other can join (the
+// all-in-one without --nats-listen). Both keep the contract Conn states
+// and pass one test suite.
+//
 // Every subject is built by [Subjects]; nothing else concatenates subject
 // strings. The wire formats are:
 //

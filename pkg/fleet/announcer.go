@@ -37,7 +37,7 @@ type AnnouncerOptions struct {
 //
 // Its methods are safe for concurrent use.
 type Announcer struct {
-	nc   *nats.Conn
+	nc   bus.Conn
 	opts AnnouncerOptions
 	log  *slog.Logger
 
@@ -45,8 +45,8 @@ type Announcer struct {
 	leaving atomic.Bool                // Leave was called
 
 	mu       sync.Mutex // guards the fields below
-	querySub *nats.Subscription
-	catSub   *nats.Subscription // the catalog subject of the served pool
+	querySub bus.Subscription
+	catSub   bus.Subscription // the catalog subject of the served pool
 	catSubj  string
 	closed   bool
 	stop     chan struct{} // closed by Close: ends the heartbeat
@@ -61,7 +61,7 @@ type servedPool struct {
 
 // NewAnnouncer returns an announcer for the worker opts.ID on nc. Call
 // Start, then Serve once the worker serves a catalog.
-func NewAnnouncer(nc *nats.Conn, opts AnnouncerOptions) (*Announcer, error) {
+func NewAnnouncer(nc bus.Conn, opts AnnouncerOptions) (*Announcer, error) {
 	switch {
 	case nc == nil:
 		return nil, fmt.Errorf("%w: a NATS connection is required", ErrInvalidOptions)
@@ -122,7 +122,7 @@ func (a *Announcer) Serve(pool string, catalog []byte) error {
 	if a.closed || a.leaving.Load() {
 		return nil
 	}
-	var old *nats.Subscription
+	var old bus.Subscription
 	if subj != a.catSubj || a.catSub == nil {
 		s, err := a.nc.QueueSubscribe(subj, bus.CatalogQueue, a.onCatalog)
 		if err != nil {
@@ -178,7 +178,7 @@ func (a *Announcer) Close() {
 	a.closed = true
 	close(a.stop)
 	done := a.done
-	for _, s := range []*nats.Subscription{a.querySub, a.catSub} {
+	for _, s := range []bus.Subscription{a.querySub, a.catSub} {
 		if s != nil {
 			_ = s.Unsubscribe()
 		}
@@ -224,6 +224,6 @@ func (a *Announcer) heartbeat() {
 // onCatalog answers a frontend's request for the pool's catalog.
 func (a *Announcer) onCatalog(m *nats.Msg) {
 	if s := a.served.Load(); s != nil && m.Reply != "" {
-		_ = m.Respond(s.catalog)
+		_ = bus.Respond(a.nc, m, s.catalog)
 	}
 }

@@ -69,7 +69,7 @@ func newView(tb testing.TB, nc *nats.Conn, opts fleet.ViewOptions) *fleet.View {
 	if opts.Logger == nil {
 		opts.Logger = discard
 	}
-	v, err := fleet.NewView(nc, opts)
+	v, err := fleet.NewView(bus.NATS(nc), opts)
 	if err != nil {
 		tb.Fatalf("NewView: %v", err)
 	}
@@ -80,7 +80,7 @@ func newView(tb testing.TB, nc *nats.Conn, opts fleet.ViewOptions) *fleet.View {
 // serve starts an announcer for worker id serving cat.
 func serve(tb testing.TB, nc *nats.Conn, id string, cat *mcp.Catalog, interval time.Duration) *fleet.Announcer {
 	tb.Helper()
-	a, err := fleet.NewAnnouncer(nc, fleet.AnnouncerOptions{ID: id, Logger: discard, Interval: interval})
+	a, err := fleet.NewAnnouncer(bus.NATS(nc), fleet.AnnouncerOptions{ID: id, Logger: discard, Interval: interval})
 	if err != nil {
 		tb.Fatalf("NewAnnouncer: %v", err)
 	}
@@ -306,7 +306,7 @@ func TestOptionsValidation(t *testing.T) {
 		"negative SweepInterval":  {SweepInterval: -1},
 		"negative CatalogTimeout": {CatalogTimeout: -1},
 	} {
-		if _, err := fleet.NewView(nc, o); !errors.Is(err, fleet.ErrInvalidOptions) {
+		if _, err := fleet.NewView(bus.NATS(nc), o); !errors.Is(err, fleet.ErrInvalidOptions) {
 			t.Errorf("NewView with %s: %v", name, err)
 		}
 	}
@@ -317,7 +317,7 @@ func TestOptionsValidation(t *testing.T) {
 		"no ID":             {},
 		"negative Interval": {ID: "w", Interval: -1},
 	} {
-		if _, err := fleet.NewAnnouncer(nc, o); !errors.Is(err, fleet.ErrInvalidOptions) {
+		if _, err := fleet.NewAnnouncer(bus.NATS(nc), o); !errors.Is(err, fleet.ErrInvalidOptions) {
 			t.Errorf("NewAnnouncer with %s: %v", name, err)
 		}
 	}
@@ -339,7 +339,7 @@ func TestAnnouncerWire(t *testing.T) {
 		t.Fatal(err)
 	}
 	wnc := connect(t, e, "w")
-	a, err := fleet.NewAnnouncer(wnc, fleet.AnnouncerOptions{ID: "w1", Subjects: subj, Logger: discard, Interval: time.Hour})
+	a, err := fleet.NewAnnouncer(bus.NATS(wnc), fleet.AnnouncerOptions{ID: "w1", Subjects: subj, Logger: discard, Interval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ type ViewOptions struct {
 //
 // Its methods are safe for concurrent use.
 type View struct {
-	nc   *nats.Conn
+	nc   bus.Conn
 	opts ViewOptions
 	log  *slog.Logger
 
@@ -65,7 +65,7 @@ type View struct {
 	reported map[string][]string // pool -> kinds to raise once its catalog is in
 	wasLive  bool                // live has been closed
 	closed   bool                // Close was called: no new fetches
-	sub      *nats.Subscription
+	sub      bus.Subscription
 
 	snap   atomic.Pointer[snapshot] // what requests read; never nil
 	format atomic.Int32             // RequestFormat
@@ -91,7 +91,7 @@ var errClosed = errors.New("fleet: the view is closed")
 
 // NewView returns a view following announcements on nc. Call Start to
 // follow them and Close to stop.
-func NewView(nc *nats.Conn, opts ViewOptions) (*View, error) {
+func NewView(nc bus.Conn, opts ViewOptions) (*View, error) {
 	if nc == nil {
 		return nil, fmt.Errorf("%w: a NATS connection is required", ErrInvalidOptions)
 	}

@@ -32,12 +32,17 @@ import (
 func (f *Frontend) busUp() bool { return f.nc.IsConnected() && !f.busDown.Load() }
 
 // startBusWatch follows the connection's status on a goroutine owned by
-// the frontend, ended by stopBusWatch.
+// the frontend, ended by stopBusWatch. Only a NATS connection has one: an
+// in-process bus (bus.Local) cannot be lost, it is up until closed.
 func (f *Frontend) startBusWatch() {
-	f.busCh = f.nc.StatusChanged(nats.CONNECTED, nats.RECONNECTING, nats.DISCONNECTED, nats.CLOSED)
+	nc := f.nc.NATSConn()
+	if nc == nil {
+		return
+	}
+	f.busCh = nc.StatusChanged(nats.CONNECTED, nats.RECONNECTING, nats.DISCONNECTED, nats.CLOSED)
 	f.busDone = make(chan struct{})
-	f.reconnects = f.nc.Stats().Reconnects
-	f.checkBus(f.nc.Status()) // a loss before the listener was registered
+	f.reconnects = nc.Stats().Reconnects
+	f.checkBus(nc.Status()) // a loss before the listener was registered
 	go f.watchBus(f.busCh, f.busDone)
 }
 
@@ -47,7 +52,7 @@ func (f *Frontend) stopBusWatch() {
 	if f.busCh == nil {
 		return
 	}
-	f.nc.RemoveStatusListener(f.busCh) // closes the channel: watchBus returns
+	f.nc.NATSConn().RemoveStatusListener(f.busCh) // closes the channel: watchBus returns
 	<-f.busDone
 }
 
@@ -60,7 +65,8 @@ func (f *Frontend) watchBus(ch <-chan nats.Status, done chan<- struct{}) {
 }
 
 // checkBus brings the frontend in line with the connection after status
-// change st (read on watchBus's goroutine, or before it starts): a loss
+// change st of a NATS connection (read on watchBus's goroutine, or
+// before it starts): a loss
 // ends the streams and refuses requests; once connected again it serves
 // again. A loss counts even when the connection is already back when it
 // is seen (a blip to another NATS node): the streams' subscriptions were
@@ -69,7 +75,7 @@ func (f *Frontend) watchBus(ch <-chan nats.Status, done chan<- struct{}) {
 func (f *Frontend) checkBus(st nats.Status) {
 	f.busMu.Lock()
 	defer f.busMu.Unlock()
-	n := f.nc.Stats().Reconnects
+	n := f.nc.NATSConn().Stats().Reconnects
 	lost := st != nats.CONNECTED || n != f.reconnects || !f.nc.IsConnected()
 	f.reconnects = n
 	if lost && f.busDown.CompareAndSwap(false, true) {

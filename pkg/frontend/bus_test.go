@@ -49,7 +49,7 @@ func busFrontend(t *testing.T) (f *Frontend, nc *nats.Conn, addr string, e *bus.
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = store.Close(context.Background()) })
-	f, err = New(nc, Options{Store: store, Logger: log})
+	f, err = New(bus.NATS(nc), Options{Store: store, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ import (
 
 // Frontend serves the MCP endpoint.
 type Frontend struct {
-	nc   *nats.Conn
+	nc   bus.Conn
 	opts Options
 	log  *slog.Logger
 	subj bus.Subjects
@@ -46,12 +46,12 @@ type Frontend struct {
 	metrics   *Metrics
 	spans     spans // the exchanges' spans (trace.go)
 
-	sub       *nats.Subscription // the worker's frames for this frontend's streams
-	streams   *stream.Streams    // exchanges, GET and resumed streams
-	ctlSub    *nats.Subscription
-	appendSub *nats.Subscription // the appends this frontend logs for any other (stream.Streams.OnAppend)
-	sevSub    *nats.Subscription // the session events it logs (stream.Streams.OnSessionEvents)
-	taskAPI   *taskhttp.Handler  // the task methods and the workers' task writes
+	sub       bus.Subscription // the worker's frames for this frontend's streams
+	streams   *stream.Streams  // exchanges, GET and resumed streams
+	ctlSub    bus.Subscription
+	appendSub bus.Subscription  // the appends this frontend logs for any other (stream.Streams.OnAppend)
+	sevSub    bus.Subscription  // the session events it logs (stream.Streams.OnSessionEvents)
+	taskAPI   *taskhttp.Handler // the task methods and the workers' task writes
 	limits    *limits.Limiter
 	reg       *listen.Registry
 	fleet     *fleet.View // worker pools: membership, routing, catalog answers
@@ -77,7 +77,7 @@ type Frontend struct {
 }
 
 // New returns a frontend forwarding over nc. Call Start before serving.
-func New(nc *nats.Conn, opts Options) (*Frontend, error) {
+func New(nc bus.Conn, opts Options) (*Frontend, error) {
 	if nc == nil {
 		return nil, fmt.Errorf("%w: a NATS connection is required", ErrInvalidConfig)
 	}
@@ -167,7 +167,7 @@ func (f *Frontend) Start(ctx context.Context) (err error) {
 			f.fleet.Close()
 			f.reg.Shutdown()
 			f.taskAPI.Close()
-			for _, s := range []*nats.Subscription{f.sub, f.ctlSub, f.appendSub, f.sevSub} {
+			for _, s := range []bus.Subscription{f.sub, f.ctlSub, f.appendSub, f.sevSub} {
 				if s != nil {
 					_ = s.Unsubscribe()
 				}
@@ -178,7 +178,7 @@ func (f *Frontend) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("frontend: subscribing to stream frames: %w", err)
 	}
 	_ = f.sub.SetPendingLimits(-1, 256<<20)
-	if f.ctlSub, err = f.nc.Subscribe(f.subj.FrontendControl(f.id), func(m *nats.Msg) { _ = m.Respond([]byte("ok")) }); err != nil {
+	if f.ctlSub, err = f.nc.Subscribe(f.subj.FrontendControl(f.id), func(m *nats.Msg) { _ = bus.Respond(f.nc, m, []byte("ok")) }); err != nil {
 		return fmt.Errorf("frontend: subscribing to its control subject: %w", err)
 	}
 	if f.appendSub, err = f.streams.SubscribeAppends(); err != nil {

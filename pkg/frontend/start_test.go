@@ -29,7 +29,7 @@ func TestStartHonoursContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = store.Close(context.Background()) })
-	f, err := New(nc, Options{Store: store, Logger: log})
+	f, err := New(bus.NATS(nc), Options{Store: store, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,7 +70,7 @@ func (v *env) registry(nc *nats.Conn, opts listen.Options) *listen.Registry {
 	v.t.Helper()
 	opts.Subjects = v.subj
 	opts.Logger = quietLogger()
-	r := listen.New(nc, opts)
+	r := listen.New(bus.NATS(nc), opts)
 	if err := r.Start(v.t.Context()); err != nil {
 		v.t.Fatalf("Start: %v", err)
 	}

@@ -21,7 +21,7 @@ func TestOptionsNegativeRejected(t *testing.T) {
 				t.Errorf("Validate = %v, want one wrapping ErrInvalidOptions", err)
 			}
 			o.Subjects, o.Logger = v.subj, quietLogger()
-			r := listen.New(v.conn("registry"), o)
+			r := listen.New(bus.NATS(v.conn("registry")), o)
 			defer r.Shutdown()
 			if err := r.Start(t.Context()); !errors.Is(err, listen.ErrInvalidOptions) {
 				t.Errorf("Start = %v, want one wrapping ErrInvalidOptions", err)
@@ -64,7 +64,7 @@ func TestStartHonoursContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	r := listen.New(nc, listen.Options{})
+	r := listen.New(bus.NATS(nc), listen.Options{})
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	if err := r.Start(ctx); !errors.Is(err, context.Canceled) {

@@ -121,7 +121,7 @@ const (
 
 // Registry feeds the streams of one frontend. Safe for concurrent use.
 type Registry struct {
-	nc     *nats.Conn
+	nc     bus.Conn
 	opts   Options
 	log    *slog.Logger
 	optErr error // what Options.Validate reported, returned by Start
@@ -134,14 +134,14 @@ type Registry struct {
 	tasks     map[string]*taskEntry // task id -> listen streams watching it
 	listens   map[listenKey]*ListenStream
 	perClient map[string]int // open listen streams per client
-	listSub   *nats.Subscription
+	listSub   bus.Subscription
 }
 
 // uriEntry is the subscription to one URI's resources/updated and the
 // listen streams watching it. (Legacy sessions get theirs in their GET
 // log: see package bus, session events.)
 type uriEntry struct {
-	sub     *nats.Subscription
+	sub     bus.Subscription
 	listens map[*ListenStream]struct{}
 }
 
@@ -230,7 +230,7 @@ func (r *Registry) offerListen(l *ListenStream, msg []byte) {
 
 // New returns a registry; call Start before opening streams. Invalid
 // options (see [Options.Validate]) are reported by Start.
-func New(nc *nats.Conn, opts Options) *Registry {
+func New(nc bus.Conn, opts Options) *Registry {
 	optErr := opts.Validate()
 	if opts.Buffer <= 0 { // negative: invalid, reported by Start
 		opts.Buffer = 256

@@ -14,7 +14,7 @@ type session struct {
 	id      string
 	streams []*SessionStream
 	next    int // round robin among streams
-	subs    []*nats.Subscription
+	subs    []bus.Subscription
 	// ready is closed once the first stream has made the session's
 	// subscriptions; err (set before) says why they could not be made.
 	ready chan struct{}

@@ -1,6 +1,7 @@
 package listen
 
 import (
+	"github.com/mcpfleet/mcpfleet/pkg/bus"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 	"github.com/nats-io/nats.go"
 )
@@ -11,7 +12,7 @@ import (
 // id. One NATS subscription per watched task id.
 
 type taskEntry struct {
-	sub     *nats.Subscription
+	sub     bus.Subscription
 	listens map[*ListenStream]struct{}
 }
 

@@ -89,7 +89,7 @@ func newFixture(tb testing.TB, srv *mcp.Server, opts *worker.Options) *fixture {
 		o.Logger = discard
 	}
 	f.wnc = connect(tb, f.bus, "worker")
-	w, err := worker.New(f.wnc, srv, &o)
+	w, err := worker.New(bus.NATS(f.wnc), srv, &o)
 	if err != nil {
 		tb.Fatalf("worker.New: %v", err)
 	}

@@ -143,7 +143,7 @@ func TestPanicsCostTheRequest(t *testing.T) {
 	})
 	f := newFixture(t, s, nil)
 	// A second worker in the same queue group: a redelivery would reach it.
-	w2, err := worker.New(connect(t, f.bus, "worker2"), s, &worker.Options{Subjects: f.subj, Logger: discard, HeartbeatInterval: -1})
+	w2, err := worker.New(bus.NATS(connect(t, f.bus, "worker2")), s, &worker.Options{Subjects: f.subj, Logger: discard, HeartbeatInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/pkg/bus"
 	"github.com/mcpfleet/mcpfleet/pkg/worker"
 )
 
@@ -17,7 +18,7 @@ func TestInvalidOptions(t *testing.T) {
 		"negative AnnounceInterval": {AnnounceInterval: -time.Second},
 		"negative AckTimeout":       {AckTimeout: -time.Second},
 	} {
-		if _, err := worker.New(nc, newServer(), &o); !errors.Is(err, worker.ErrInvalidOptions) {
+		if _, err := worker.New(bus.NATS(nc), newServer(), &o); !errors.Is(err, worker.ErrInvalidOptions) {
 			t.Errorf("New with %s: %v", name, err)
 		}
 	}
@@ -25,7 +26,7 @@ func TestInvalidOptions(t *testing.T) {
 		t.Errorf("New without a connection: %v", err)
 	}
 	// Negative means off where off is meaningful.
-	if _, err := worker.New(nc, newServer(), &worker.Options{HeartbeatInterval: -1, MaxInFlight: -1}); err != nil {
+	if _, err := worker.New(bus.NATS(nc), newServer(), &worker.Options{HeartbeatInterval: -1, MaxInFlight: -1}); err != nil {
 		t.Errorf("New with heartbeats and the in-flight cap off: %v", err)
 	}
 }
@@ -34,7 +35,7 @@ func TestInvalidOptions(t *testing.T) {
 // nothing.
 func TestStartHonoursContext(t *testing.T) {
 	nc := connect(t, startBus(t), "w")
-	w, err := worker.New(nc, newServer(), &worker.Options{Logger: discard})
+	w, err := worker.New(bus.NATS(nc), newServer(), &worker.Options{Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -161,7 +161,7 @@ func TestShutdownAnswersCancelledRequests(t *testing.T) {
 
 func TestShutdownWithoutStart(t *testing.T) {
 	e := startBus(t)
-	w, err := worker.New(connect(t, e, "worker"), newServer(), nil)
+	w, err := worker.New(bus.NATS(connect(t, e, "worker")), newServer(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

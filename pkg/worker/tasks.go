@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/pkg/bus"
 	"github.com/mcpfleet/mcpfleet/pkg/mcp"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 	"github.com/mcpfleet/mcpfleet/pkg/tasks"
@@ -30,7 +31,8 @@ type taskHost struct {
 
 type runningTask struct {
 	id, principal string
-	sub           *nats.Subscription
+	nc            bus.Conn // answers the control messages
+	sub           bus.Subscription
 	ctx           context.Context // the task's context (its cause says why it ended)
 	cancel        context.CancelCauseFunc
 	mu            sync.Mutex
@@ -111,7 +113,7 @@ func (h *taskHost) Create(ctx context.Context, req *mcp.Request) (*protocol.Crea
 	// The work stops at 90% of the TTL, so the outcome stays readable for
 	// the rest of it.
 	tctx, cancelDeadline := context.WithDeadline(tctx, now.Add(tasks.DefaultTTL*9/10))
-	rt := &runningTask{id: rec.TaskID, principal: principal, ctx: tctx, cancel: func(err error) { cancel(err); cancelDeadline() },
+	rt := &runningTask{id: rec.TaskID, nc: h.w.nc, principal: principal, ctx: tctx, cancel: func(err error) { cancel(err); cancelDeadline() },
 		got: map[string]json.RawMessage{}, changed: make(chan struct{})}
 	h.mu.Lock()
 	switch {
@@ -287,7 +289,7 @@ func (rt *runningTask) onControl(m *nats.Msg) {
 		rt.add(c.Responses)
 	}
 	if m.Reply != "" {
-		_ = m.Respond([]byte("ok"))
+		_ = bus.Respond(rt.nc, m, []byte("ok"))
 	}
 }
 

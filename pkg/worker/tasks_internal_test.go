@@ -40,7 +40,7 @@ func TestInputsOnTerminalTask(t *testing.T) {
 		_ = m.Respond(b)
 	})
 	srv := mcp.NewServer(protocol.Implementation{Name: "x", Version: "0"}, nil)
-	w, err := New(nc, srv, &Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	w, err := New(bus.NATS(nc), srv, &Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,4 +61,41 @@ func TestInputsOnTerminalTask(t *testing.T) {
 		t.Error("the task's context goes on after Inputs found it cancelled")
 	}
 	w.tasks.Finish(context.Background(), created.TaskID, &protocol.CallToolResult{}, nil)
+}
+
+// A running task answers its control messages that ask for an answer (a
+// frontend's "ping", which tells a live worker from a gone one).
+func TestTaskControlIsAnswered(t *testing.T) {
+	l := bus.NewLocal(slog.New(slog.DiscardHandler))
+	defer l.Close()
+	st, _ := sessionstore.NewMemory(nil)
+	defer func() { _ = st.Close(context.Background()) }()
+	sub, err := l.QueueSubscribe(bus.Subjects{}.TaskWrite(), bus.TaskWriters, func(m *nats.Msg) {
+		var op tasks.WriteOp
+		_ = json.Unmarshal(m.Data, &op)
+		r, _ := tasks.Apply(context.Background(), st, &op, time.Now())
+		b, _ := json.Marshal(r)
+		_ = bus.Respond(l, m, b)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	srv := mcp.NewServer(protocol.Implementation{Name: "x", Version: "0"}, nil)
+	w, err := New(l, srv, &Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, _, err := w.tasks.Create(context.Background(), mcp.NewRequest(&mcp.RequestInit{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.tasks.Finish(context.Background(), created.TaskID, &protocol.CallToolResult{}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	b, _ := json.Marshal(&tasks.Control{Op: "ping"})
+	m, err := l.RequestWithContext(ctx, bus.Subjects{}.TaskControl(created.TaskID), b)
+	if err != nil || string(m.Data) != "ok" {
+		t.Fatalf("ping of a running task: %v, %v", m, err)
+	}
 }

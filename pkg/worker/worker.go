@@ -89,7 +89,7 @@ var ErrInvalidOptions = errors.New("worker: invalid options")
 
 // Worker serves requests from the bus with one mcp.Server.
 type Worker struct {
-	nc   *nats.Conn
+	nc   bus.Conn
 	srv  *mcp.Server
 	opts Options
 	log  *slog.Logger
@@ -97,7 +97,7 @@ type Worker struct {
 	// spans makes the requests' spans (trace.go).
 	spans spans
 
-	subs []*nats.Subscription
+	subs []bus.Subscription
 	wg   sync.WaitGroup // requests not yet answered (and notifications being handled)
 
 	mu       sync.Mutex
@@ -105,8 +105,8 @@ type Worker struct {
 	handlers int                  // handler goroutines running, stuck ones included: what MaxInFlight caps
 	calls    map[string]*call     // server-to-client request id -> waiter
 
-	catMu    sync.Mutex                    // serializes applyCatalog
-	reqSubs  map[string]*nats.Subscription // request subjects served; guarded by catMu
+	catMu    sync.Mutex                  // serializes applyCatalog
+	reqSubs  map[string]bus.Subscription // request subjects served; guarded by catMu
 	served   atomic.Pointer[served]
 	ann      *fleet.Announcer
 	hbStop   chan struct{}
@@ -124,11 +124,11 @@ type Worker struct {
 }
 
 // New returns a worker serving srv over nc. Call Start to subscribe.
-func New(nc *nats.Conn, srv *mcp.Server, opts *Options) (*Worker, error) {
+func New(nc bus.Conn, srv *mcp.Server, opts *Options) (*Worker, error) {
 	if nc == nil || srv == nil {
 		return nil, fmt.Errorf("%w: New needs a NATS connection and a server", ErrInvalidOptions)
 	}
-	w := &Worker{nc: nc, srv: srv, inflight: map[string]*inflight{}, calls: map[string]*call{}, reqSubs: map[string]*nats.Subscription{}}
+	w := &Worker{nc: nc, srv: srv, inflight: map[string]*inflight{}, calls: map[string]*call{}, reqSubs: map[string]bus.Subscription{}}
 	w.tasks = newTaskHost(w)
 	if opts != nil {
 		w.opts = *opts
@@ -189,7 +189,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	w.srv.SetEvents(&events{w: w})
 	w.sess.start()
-	var subs []*nats.Subscription
+	var subs []bus.Subscription
 	fail := func(err error) error {
 		w.srv.SetEvents(nil)
 		w.sess.stop(ctx)
@@ -264,16 +264,10 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 	}()
 	w.catMu.Lock()
 	reqSubs := w.reqSubs
-	w.reqSubs = map[string]*nats.Subscription{}
+	w.reqSubs = map[string]bus.Subscription{}
 	w.catMu.Unlock()
 	for _, s := range reqSubs {
-		closed := s.StatusChanged(nats.SubscriptionClosed)
-		if derr := s.Drain(); derr != nil {
-			continue
-		}
-		select {
-		case <-closed:
-		case <-ctx.Done():
+		if s.DrainWait(ctx) != nil && ctx.Err() != nil {
 			err = ctx.Err()
 		}
 	}

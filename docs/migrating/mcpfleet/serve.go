@@ -22,7 +22,7 @@ func Main(projects Projects) {
 }
 
 // Mount serves srv on a router of your own instead: the all-in-one inside
-// this process (an embedded NATS server, an in-process worker, an
+// this process (an in-process bus, an in-process worker, an
 // in-memory session store). Stop it with h.Shutdown.
 func Mount(ctx context.Context, mux *http.ServeMux, srv *mcp.Server) (*mcpfleet.Handler, error) {
 	h, err := mcpfleet.NewHandler(ctx, srv, nil)

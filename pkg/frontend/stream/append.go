@@ -12,7 +12,7 @@ import (
 // SubscribeAppends joins the frontends' queue group on Subjects.Append:
 // this frontend then logs, on behalf of any other, the acked frames their
 // streams' subjects did not take (OnAppend). The caller unsubscribes.
-func (s *Streams) SubscribeAppends() (*nats.Subscription, error) {
+func (s *Streams) SubscribeAppends() (bus.Subscription, error) {
 	sub, err := s.nc.QueueSubscribe(s.subj.AllAppends(), bus.AppendQueue, s.OnAppend)
 	if err != nil {
 		return nil, err
@@ -32,7 +32,7 @@ func (s *Streams) SubscribeAppends() (*nats.Subscription, error) {
 func (s *Streams) OnAppend(m *nats.Msg) {
 	ack := func(body string) {
 		if m.Reply != "" {
-			_ = m.Respond([]byte(body))
+			_ = bus.Respond(s.nc, m, []byte(body))
 		}
 	}
 	h, fr, err := bus.DecodeAppend(m.Data)

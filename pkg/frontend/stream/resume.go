@@ -23,7 +23,7 @@ type resumer struct {
 	frames  string // the subject of the worker's frames for the stream
 
 	ch       chan *nats.Msg
-	subs     []*nats.Subscription
+	subs     []bus.Subscription
 	takeover bool // this frontend relays the worker's frames itself
 	sse      *SSE
 	last     uint64      // the index of the last event written
@@ -241,7 +241,7 @@ func (rs *resumer) onAckedFrame(m *nats.Msg, seq uint64, data []byte) bool {
 	if appended {
 		_ = rs.s.nc.Publish(rs.s.subj.Live(rs.session, rs.stream), bus.AppendLiveEvent(nil, idx, data))
 	}
-	_ = m.Respond(nil)
+	_ = bus.Respond(rs.s.nc, m, nil)
 	if appended && idx == rs.last+1 {
 		over, err := rs.replay([]sessionstore.Event{{Index: idx, Data: data}})
 		return !over && err == nil

@@ -110,7 +110,7 @@ func (s *Streams) OnFrame(m *nats.Msg) {
 		if seq > 0 && m.Reply != "" {
 			// Not held here (any more): the worker sends it through
 			// any frontend at once.
-			_ = m.Respond([]byte(bus.AckGone))
+			_ = bus.Respond(s.nc, m, []byte(bus.AckGone))
 		}
 		return
 	}

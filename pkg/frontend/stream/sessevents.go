@@ -19,7 +19,7 @@ type SubscriberIndex interface {
 // Subjects.SessionEvents: this frontend then logs session events for any
 // session, whichever frontend holds its GET stream (OnSessionEvents). The
 // caller unsubscribes.
-func (s *Streams) SubscribeSessionEvents() (*nats.Subscription, error) {
+func (s *Streams) SubscribeSessionEvents() (bus.Subscription, error) {
 	sub, err := s.nc.QueueSubscribe(s.subj.SessionEvents(), bus.AppendQueue, s.OnSessionEvents)
 	if err != nil {
 		return nil, err
@@ -41,7 +41,7 @@ func (s *Streams) SubscribeSessionEvents() (*nats.Subscription, error) {
 func (s *Streams) OnSessionEvents(m *nats.Msg) {
 	reply := func(b []byte) {
 		if m.Reply != "" {
-			_ = m.Respond(b)
+			_ = bus.Respond(s.nc, m, b)
 		}
 	}
 	evs, err := bus.DecodeSessionEvents(m.Data)

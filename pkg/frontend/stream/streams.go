@@ -41,7 +41,7 @@ type Options struct {
 	ID string
 	// Conn is the frontend's NATS connection.
 	// default: none (required)
-	Conn *nats.Conn
+	Conn bus.Conn
 	// Subjects builds bus subjects.
 	// default: the zero value ("mcp")
 	Subjects bus.Subjects
@@ -128,7 +128,7 @@ type Options struct {
 type Streams struct {
 	opts Options
 	log  *slog.Logger
-	nc   *nats.Conn
+	nc   bus.Conn
 	subj bus.Subjects
 	id   string
 

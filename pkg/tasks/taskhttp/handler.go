@@ -45,7 +45,7 @@ type Options struct {
 	// Conn is the bus connection: task writes, task events and the
 	// workers' task controls go over it.
 	// default: none (required)
-	Conn *nats.Conn
+	Conn bus.Conn
 	// Subjects builds the bus subjects.
 	// default: the zero value (prefix "mcp")
 	Subjects bus.Subjects
@@ -94,7 +94,7 @@ const writers = 32
 // Handler answers the task methods and applies the workers' task writes.
 // Its HTTP methods are safe for concurrent use.
 type Handler struct {
-	nc             *nats.Conn
+	nc             bus.Conn
 	subj           bus.Subjects
 	store          sessionstore.Records
 	log            *slog.Logger
@@ -106,8 +106,8 @@ type Handler struct {
 	closing        <-chan struct{}
 
 	mu      sync.Mutex
-	sub     *nats.Subscription // task writes from workers
-	writing sync.WaitGroup     // task writes being applied
+	sub     bus.Subscription // task writes from workers
+	writing sync.WaitGroup   // task writes being applied
 }
 
 // New validates opts and returns a Handler. Its HTTP methods work at
@@ -193,7 +193,7 @@ func (h *Handler) applyWrite(m *nats.Msg) {
 		cancel()
 	}
 	b, _ := json.Marshal(reply)
-	_ = m.Respond(b)
+	_ = bus.Respond(h.nc, m, b)
 	h.changed(changed)
 }
 
@@ -208,13 +208,7 @@ func (h *Handler) Stop(ctx context.Context) {
 	if sub == nil {
 		return
 	}
-	closed := sub.StatusChanged(nats.SubscriptionClosed)
-	if err := sub.Drain(); err == nil {
-		select {
-		case <-closed:
-		case <-ctx.Done():
-		}
-	}
+	_ = sub.DrainWait(ctx)
 	done := make(chan struct{})
 	go func() { h.writing.Wait(); close(done) }() // ends with the writes in progress, each bounded by opTimeout
 	select {

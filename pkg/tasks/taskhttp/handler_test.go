@@ -49,7 +49,7 @@ func newEnv(t *testing.T, change func(*Options)) *env {
 	t.Cleanup(func() { _ = st.Close(context.Background()) })
 	v := &env{nc: nc, st: st, closing: make(chan struct{}), alive: map[string]bool{}, events: &events{ch: make(chan []byte, 16)}}
 	opts := Options{
-		Conn: nc, Store: st,
+		Conn: bus.NATS(nc), Store: st,
 		Alive:     func(w string) bool { v.mu.Lock(); defer v.mu.Unlock(); return v.alive[w] },
 		Principal: func(r *http.Request) string { return r.Header.Get("X-Principal") },
 		StartSSE: func(w http.ResponseWriter) EventWriter {
@@ -204,16 +204,16 @@ func TestNewValidates(t *testing.T) {
 	alive := func(string) bool { return true }
 	for name, o := range map[string]Options{
 		"no conn":          {Store: v.st, Alive: alive, StartSSE: sse},
-		"no store":         {Conn: v.nc, Alive: alive, StartSSE: sse},
-		"no alive":         {Conn: v.nc, Store: v.st, StartSSE: sse},
-		"no sse":           {Conn: v.nc, Store: v.st, Alive: alive},
-		"negative timeout": {Conn: v.nc, Store: v.st, Alive: alive, StartSSE: sse, RequestTimeout: -1},
+		"no store":         {Conn: bus.NATS(v.nc), Alive: alive, StartSSE: sse},
+		"no alive":         {Conn: bus.NATS(v.nc), Store: v.st, StartSSE: sse},
+		"no sse":           {Conn: bus.NATS(v.nc), Store: v.st, Alive: alive},
+		"negative timeout": {Conn: bus.NATS(v.nc), Store: v.st, Alive: alive, StartSSE: sse, RequestTimeout: -1},
 	} {
 		if _, err := New(o); !errors.Is(err, ErrInvalidOptions) {
 			t.Errorf("%s: %v, want ErrInvalidOptions", name, err)
 		}
 	}
-	h, err := New(Options{Conn: v.nc, Store: v.st, Alive: alive, StartSSE: sse})
+	h, err := New(Options{Conn: bus.NATS(v.nc), Store: v.st, Alive: alive, StartSSE: sse})
 	if err != nil {
 		t.Fatal(err)
 	}

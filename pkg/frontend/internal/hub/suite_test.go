@@ -92,7 +92,7 @@ func startHarness(t *testing.T, opts Options, mk func(*testing.T, Options) Serve
 	}
 	t.Cleanup(nc.Close)
 	h := &harness{prom: prometheus.NewRegistry()}
-	h.reg = listen.New(nc, listen.Options{Logger: log, ListenBuffer: 4})
+	h.reg = listen.New(bus.NATS(nc), listen.Options{Logger: log, ListenBuffer: 4})
 	if err := h.reg.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
