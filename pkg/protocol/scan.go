@@ -82,20 +82,8 @@ func (s *scanner) object(member func(key []byte, escaped bool, value []byte)) bo
 		if member != nil {
 			member(key, escaped, s.b[vstart:s.i])
 		}
-		s.space()
-		if s.i >= len(s.b) {
-			return false
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-			s.space()
-		case '}':
-			s.i++
-			s.depth--
-			return true
-		default:
-			return false
+		if more, ok := s.after('}'); !more {
+			return ok
 		}
 	}
 }
@@ -115,22 +103,31 @@ func (s *scanner) array() bool {
 		if !s.value() {
 			return false
 		}
-		s.space()
-		if s.i >= len(s.b) {
-			return false
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-			s.space()
-		case ']':
-			s.i++
-			s.depth--
-			return true
-		default:
-			return false
+		if more, ok := s.after(']'); !more {
+			return ok
 		}
 	}
+}
+
+// after reads what follows a member or element: a comma (more is true)
+// or the closing byte of the object or array (ok is true, and the depth
+// goes back up); anything else is an error.
+func (s *scanner) after(close byte) (more, ok bool) {
+	s.space()
+	if s.i >= len(s.b) {
+		return false, false
+	}
+	switch s.b[s.i] {
+	case ',':
+		s.i++
+		s.space()
+		return true, true
+	case close:
+		s.i++
+		s.depth--
+		return false, true
+	}
+	return false, false
 }
 
 func (s *scanner) value() bool {
