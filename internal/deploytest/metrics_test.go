@@ -19,7 +19,9 @@ import (
 // or a query of the dashboard names is one the binaries export. The names
 // are read from the expressions (metricNames; recording rules and up
 // aside), the exported ones from /metrics of a real `mcpfleet serve` (the
-// all-in-one serves the metrics of both roles) on Redis, after it handled
+// all-in-one serves the metrics of both roles) on Redis, with an embedded
+// NATS server other processes may join (--nats-listen: the NATS client
+// statistics exist only on a NATS bus), after it handled
 // a tools/call, a prompts/get, a resources/read, a GET stream with a
 // resource update fanned out to it, and a failed store call. A histogram
 // must be named by its series (_bucket, _sum, _count), any other metric by
@@ -102,7 +104,11 @@ func serveMetrics(t *testing.T, done func(map[string]string) bool) (map[string]s
 	t.Helper()
 	redisProc, redisURL := testenv.StartRedisServer(t)
 	admin := net.JoinHostPort("127.0.0.1", strconv.Itoa(testenv.FreePort(t)))
-	_, url := testenv.StartMCPFleet(t, "--fixture", "conformance", "--admin-listen", admin, "--redis-url", redisURL, "--log-format", "text")
+	// --nats-listen: the embedded NATS server (serve without it runs on
+	// the in-process bus, which has no NATS client statistics).
+	natsAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(testenv.FreePort(t)))
+	_, url := testenv.StartMCPFleet(t, "--fixture", "conformance", "--admin-listen", admin, "--redis-url", redisURL,
+		"--nats-listen", natsAddr, "--log-format", "text")
 
 	c := testenv.NewClient(t, url)
 	c.Initialize(nil)
