@@ -4,9 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"strings"
-	"sync"
 
+	"github.com/mcpfleet/mcpfleet/internal/decodecache"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 )
 
@@ -147,7 +146,7 @@ func DecodeRequest(data []byte) (*RequestHeader, []byte, error) {
 	}
 	h := &w.RequestHeader
 	if len(w.Session) > 0 && string(w.Session) != "null" {
-		s, err := jsonSnapshots.get(string(w.Session), decodeSnapshotJSON)
+		s, err := jsonSnapshots.GetBytes(w.Session, decodeSnapshotJSON)
 		if err != nil {
 			return nil, nil, errors.Join(ErrBadEnvelope, err)
 		}
@@ -164,55 +163,15 @@ func decodeSnapshotJSON(raw string) (*SessionInfo, error) {
 	return s, nil
 }
 
-// snapshotCache keeps decoded session snapshots by their encoding: a
-// session sends the same snapshot with each request until its log level
-// changes, and decoding client capabilities is most of decoding a header.
-// Each header format has its own cache, so that bytes of one format never
-// stand for a snapshot decoded from the other.
-type snapshotCache struct {
-	mu sync.Mutex
-	m  map[string]*SessionInfo
-}
-
+// jsonSnapshots and binSnapshots keep decoded session snapshots by their
+// encoding: a session sends the same snapshot with each request until its
+// log level changes, and decoding client capabilities is most of decoding
+// a header. Each header format has its own cache, so that bytes of one
+// format never stand for a snapshot decoded from the other.
 var (
-	jsonSnapshots = &snapshotCache{m: map[string]*SessionInfo{}}
-	binSnapshots  = &snapshotCache{m: map[string]*SessionInfo{}}
+	jsonSnapshots = decodecache.New[SessionInfo]()
+	binSnapshots  = decodecache.New[SessionInfo]()
 )
-
-// maxSnapshots bounds each cache (it starts over when full), and
-// maxSnapshotBytes the snapshots it keeps: at most about 32 MiB with
-// their decoded forms, whatever capabilities clients declare.
-const (
-	maxSnapshots     = 4096
-	maxSnapshotBytes = 4 << 10
-)
-
-// get returns the snapshot encoded as raw, decoded by decode on a miss.
-// decode gets a copy of raw of its own, which its result may alias: a kept
-// snapshot pins neither the envelope nor the header it came in.
-func (c *snapshotCache) get(raw string, decode func(string) (*SessionInfo, error)) (*SessionInfo, error) {
-	c.mu.Lock()
-	s := c.m[raw]
-	c.mu.Unlock()
-	if s != nil {
-		return s, nil
-	}
-	key := strings.Clone(raw)
-	s, err := decode(key)
-	if err != nil {
-		return nil, err
-	}
-	if len(key) > maxSnapshotBytes {
-		return s, nil // rare and large: not kept
-	}
-	c.mu.Lock()
-	if len(c.m) >= maxSnapshots {
-		clear(c.m)
-	}
-	c.m[key] = s
-	c.mu.Unlock()
-	return s, nil
-}
 
 // FrameKind says what a stream frame carries.
 type FrameKind byte

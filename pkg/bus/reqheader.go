@@ -248,7 +248,7 @@ func decodeRequest1(data []byte) (*RequestHeader, []byte, error) {
 	h.Tasks = flags&flagTasks != 0
 	h.CheckParamHeaders = flags&flagCheckParamHeaders != 0
 	if snap := r.fixed(); len(snap) > 0 && !r.bad {
-		s, err := binSnapshots.get(snap, decodeSnapshot1)
+		s, err := binSnapshots.Get(snap, decodeSnapshot1)
 		if err != nil {
 			return nil, nil, errors.Join(ErrBadEnvelope, err)
 		}

@@ -2,8 +2,8 @@ package mcp
 
 import (
 	"encoding/json"
-	"sync"
 
+	"github.com/mcpfleet/mcpfleet/internal/decodecache"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 )
 
@@ -89,57 +89,33 @@ func applyMeta(in *RequestInit, m *metaHead) {
 	if len(m.ProtocolVersion) > 0 && json.Unmarshal(m.ProtocolVersion, &v) == nil && string(m.ProtocolVersion) != "null" {
 		in.ProtocolVersion = v
 	}
-	in.ClientInfo = clientInfos.get(m.ClientInfo)
-	in.ClientCapabilities = clientCaps.get(m.ClientCapabilities)
+	in.ClientInfo = cached(clientInfos, m.ClientInfo)
+	in.ClientCapabilities = cached(clientCaps, m.ClientCapabilities)
 	var l protocol.LoggingLevel
 	if len(m.LogLevel) > 0 && string(m.LogLevel) != "null" && json.Unmarshal(m.LogLevel, &l) == nil {
 		in.LogLevel = l
 	}
 }
 
-// decodedCache keeps values decoded from JSON by their bytes: a modern
-// client sends the same client info and capabilities with every request,
-// and decoding capabilities is most of decoding a _meta. It starts over
-// when full, and does not keep large values: at most about 32 MiB with
-// the decoded forms, whatever clients declare.
-type decodedCache[T any] struct {
-	mu sync.Mutex
-	m  map[string]*T
-}
-
-const (
-	maxDecoded      = 4096
-	maxDecodedBytes = 4 << 10
-)
-
+// clientInfos and clientCaps keep client descriptions decoded by their
+// bytes: a modern client sends the same ones with every request.
 var (
-	clientInfos = &decodedCache[protocol.Implementation]{m: map[string]*protocol.Implementation{}}
-	clientCaps  = &decodedCache[protocol.ClientCapabilities]{m: map[string]*protocol.ClientCapabilities{}}
+	clientInfos = decodecache.New[protocol.Implementation]()
+	clientCaps  = decodecache.New[protocol.ClientCapabilities]()
 )
 
-// get returns raw decoded (nil for an absent, null or undecodable value).
-func (c *decodedCache[T]) get(raw []byte) *T {
+// cached returns raw decoded through c (nil for an absent, null or
+// undecodable value).
+func cached[T any](c *decodecache.Cache[T], raw []byte) *T {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
 	}
-	c.mu.Lock()
-	v := c.m[string(raw)]
-	c.mu.Unlock()
-	if v != nil {
-		return v
-	}
-	v = new(T)
-	if json.Unmarshal(raw, v) != nil {
+	v, err := c.GetBytes(raw, func(k string) (*T, error) {
+		v := new(T)
+		return v, json.Unmarshal([]byte(k), v)
+	})
+	if err != nil {
 		return nil
 	}
-	if len(raw) > maxDecodedBytes {
-		return v
-	}
-	c.mu.Lock()
-	if len(c.m) >= maxDecoded {
-		clear(c.m)
-	}
-	c.m[string(raw)] = v
-	c.mu.Unlock()
 	return v
 }

@@ -2,8 +2,6 @@ package mcp
 
 import (
 	"encoding/json"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
@@ -72,29 +70,14 @@ func TestNewRequestParamsLenient(t *testing.T) {
 	}
 }
 
-// TestDecodedCacheBounds: the cache starts over when full and does not
-// keep large values, which are still decoded.
-func TestDecodedCacheBounds(t *testing.T) {
-	c := &decodedCache[protocol.Implementation]{m: map[string]*protocol.Implementation{}}
-	for i := range maxDecoded + 10 {
-		raw := []byte(`{"name":"n` + strings.Repeat("x", i%7) + `","version":"` + strconv.Itoa(i) + `"}`)
-		if v := c.get(raw); v == nil || v.Version != strconv.Itoa(i) {
-			t.Fatalf("get(%s) = %+v", raw, v)
-		}
-		if len(c.m) > maxDecoded {
-			t.Fatalf("%d entries, over the bound %d", len(c.m), maxDecoded)
-		}
-	}
-	big := []byte(`{"name":"` + strings.Repeat("y", maxDecodedBytes) + `","version":"1"}`)
-	if v := c.get(big); v == nil || v.Version != "1" {
-		t.Fatalf("a large value was not decoded: %+v", v)
-	}
-	if _, kept := c.m[string(big)]; kept {
-		t.Error("a large value was kept")
-	}
+// TestCachedClientInfo: absent, null and undecodable values are nil.
+func TestCachedClientInfo(t *testing.T) {
 	for _, raw := range []string{"", "null", "5", `"s"`} {
-		if v := c.get([]byte(raw)); v != nil {
-			t.Errorf("get(%q) = %+v, want nil", raw, v)
+		if v := cached(clientInfos, []byte(raw)); v != nil {
+			t.Errorf("cached(%q) = %+v, want nil", raw, v)
 		}
+	}
+	if v := cached(clientInfos, []byte(`{"name":"n","version":"1"}`)); v == nil || v.Name != "n" {
+		t.Errorf("cached = %+v", v)
 	}
 }

@@ -168,7 +168,7 @@ func encodeResult(ctx context.Context, w *Worker, msg *protocol.Message, res pro
 			return failed(msg.ID, protocol.ErrInternalFailure())
 		}
 		a := answer{out: out, outcome: "ok"}
-		if msg.Method == protocol.MethodToolsCall && r.IsError {
+		if msg.Method == protocol.MethodToolsCall && isToolError(r, nil) {
 			a.errType = "tool_error"
 		}
 		return a
