@@ -27,6 +27,7 @@ func jsonDepth(data []byte) (depth int, valid bool) {
 		return 0, false
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber() // a valid number beyond float64's range is not an error
 	cur := 0
 	for {
 		tok, err := dec.Token()
