@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/internal/testenv"
 	"github.com/mcpfleet/mcpfleet/internal/testutil"
+	"github.com/mcpfleet/mcpfleet/pkg/bus"
 	"github.com/mcpfleet/mcpfleet/pkg/mcp"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 	"go.opentelemetry.io/otel"
@@ -142,10 +143,22 @@ const (
 // client's traceparent header, then the bus hop's PRODUCER span, the
 // worker's CONSUMER span, the handler's INTERNAL span and the span the
 // tool itself starts from its context, one trace, each with the
-// attributes of the semantic conventions; legacy and modern.
+// attributes of the semantic conventions; legacy and modern, on the
+// embedded NATS server and on the in-process bus (whose messaging.system
+// is bus.LocalSystem).
 func TestTracingSpans(t *testing.T) {
+	for _, b := range []struct {
+		name   string
+		local  bool
+		system string
+	}{{"nats", false, "nats"}, {"local", true, bus.LocalSystem}} {
+		t.Run(b.name, func(t *testing.T) { testTracingSpans(t, b.local, b.system) })
+	}
+}
+
+func testTracingSpans(t *testing.T, localBus bool, system string) {
 	tp, rec := recordingProvider(t)
-	ip := testenv.StartInProc(t, testenv.InProcOptions{Server: tracedServer(t), TracerProvider: tp})
+	ip := testenv.StartInProc(t, testenv.InProcOptions{Server: tracedServer(t), TracerProvider: tp, LocalBus: localBus})
 	legacy := testenv.NewClient(t, ip.URL)
 	legacy.Initialize(nil)
 	modernClient := testenv.NewModernClient(t, ip.URL)
@@ -208,10 +221,10 @@ func TestTracingSpans(t *testing.T) {
 					t.Errorf("span %q of a successful call: error.type set or status %v", s.Name(), s.Status())
 				}
 			}
-			wantAttrs(t, pub, map[string]string{"messaging.system": "nats", "messaging.destination.name": lookupSubject,
+			wantAttrs(t, pub, map[string]string{"messaging.system": system, "messaging.destination.name": lookupSubject,
 				"messaging.operation.type": "send", "messaging.operation.name": "publish", "messaging.message.body.size": ""})
-			wantAttrs(t, con, map[string]string{"messaging.system": "nats", "messaging.destination.name": lookupSubject,
-				"messaging.operation.type": "process", "messaging.consumer.group.name": ""})
+			wantAttrs(t, con, map[string]string{"messaging.system": system, "messaging.destination.name": lookupSubject,
+				"messaging.operation.type": "process", "messaging.consumer.group.name": bus.WorkerQueue})
 			wantAttrs(t, own, map[string]string{"db.system.name": "postgresql"})
 			// Never the message's contents, never the Authorization header.
 			for _, s := range spans {

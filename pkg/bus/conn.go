@@ -71,6 +71,19 @@ type Conn interface {
 	Close()
 }
 
+// LocalSystem is the messaging.system attribute of the spans of a
+// message carried by the in-process bus (Local); a NATS Conn's is "nats".
+const LocalSystem = "mcpfleet_local"
+
+// SystemOf names c's messaging system as spans record it
+// (messaging.system): "nats" for a NATS Conn, LocalSystem for any other.
+func SystemOf(c Conn) string {
+	if c.NATSConn() != nil {
+		return "nats"
+	}
+	return LocalSystem
+}
+
 // Subscription is one subscription of a Conn.
 type Subscription interface {
 	// Unsubscribe ends the subscription at once: messages not yet

@@ -58,16 +58,20 @@ func (w *Worker) traceContext(m *nats.Msg, hdr *bus.RequestHeader) context.Conte
 	ctx, span := w.spans.tracer.Start(ctx, "process "+m.Subject, consumerKind)
 	if span.IsRecording() {
 		attrs := []attribute.KeyValue{
-			mcptrace.MessagingSystem.String("nats"),
+			mcptrace.MessagingSystem.String(w.busSystem),
 			mcptrace.MessagingDestination.String(m.Subject),
 			mcptrace.MessagingOperationType.String("process"),
 			mcptrace.MessagingOperationName.String("process"),
 			mcptrace.MessagingBodySize.Int(len(m.Data)),
 			mcptrace.MessagingClientID.String(w.opts.ID),
 		}
+		// Every request subscription is a member of bus.WorkerQueue
+		// (catalog.go); a Local message has no nats.go subscription.
+		queue := bus.WorkerQueue
 		if m.Sub != nil && m.Sub.Queue != "" {
-			attrs = append(attrs, mcptrace.MessagingConsumerGroup.String(m.Sub.Queue))
+			queue = m.Sub.Queue
 		}
+		attrs = append(attrs, mcptrace.MessagingConsumerGroup.String(queue))
 		if host, port, err := net.SplitHostPort(w.nc.ConnectedAddr()); err == nil {
 			attrs = append(attrs, mcptrace.ServerAddress.String(host))
 			if p, err := strconv.Atoi(port); err == nil {

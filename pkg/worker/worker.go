@@ -96,6 +96,8 @@ type Worker struct {
 	subj bus.Subjects
 	// spans makes the requests' spans (trace.go).
 	spans spans
+	// busSystem is nc's messaging.system in those spans (bus.SystemOf).
+	busSystem string
 
 	subs []bus.Subscription
 	wg   sync.WaitGroup // requests not yet answered (and notifications being handled)
@@ -166,6 +168,7 @@ func New(nc bus.Conn, srv *mcp.Server, opts *Options) (*Worker, error) {
 	w.log = w.log.With("worker", w.opts.ID)
 	w.subj = w.opts.Subjects
 	w.spans = newSpans(w.opts.TracerProvider)
+	w.busSystem = bus.SystemOf(nc)
 	ann, err := fleet.NewAnnouncer(nc, fleet.AnnouncerOptions{ID: w.opts.ID, Subjects: w.subj, Logger: w.log, Interval: w.opts.AnnounceInterval})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidOptions, err)

@@ -131,6 +131,8 @@ type Streams struct {
 	nc   bus.Conn
 	subj bus.Subjects
 	id   string
+	// system is nc's messaging.system in the PRODUCER spans (bus.SystemOf).
+	system string
 
 	mu   sync.Mutex
 	open map[string]*inbox // bus stream id -> open exchange
@@ -202,7 +204,7 @@ func New(opts Options) (*Streams, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Streams{opts: opts, log: log, nc: opts.Conn, subj: opts.Subjects, id: opts.ID, open: map[string]*inbox{}, lost: make(chan struct{})}, nil
+	return &Streams{opts: opts, log: log, nc: opts.Conn, system: bus.SystemOf(opts.Conn), subj: opts.Subjects, id: opts.ID, open: map[string]*inbox{}, lost: make(chan struct{})}, nil
 }
 
 func setDefault(d *time.Duration, def time.Duration) {

@@ -52,7 +52,7 @@ func (ex *exchange) endPublish(span trace.Span, subject string, size int, err er
 		return
 	}
 	attrs := []attribute.KeyValue{
-		mcptrace.MessagingSystem.String("nats"),
+		mcptrace.MessagingSystem.String(ex.s.system),
 		mcptrace.MessagingDestination.String(subject),
 		mcptrace.MessagingOperationType.String("send"),
 		mcptrace.MessagingOperationName.String("publish"),
