@@ -22,6 +22,12 @@ func TestResponseErrorType(t *testing.T) {
 		{"tools/call", protocol.AppendResponse(nil, id, []byte(`{"content":[],"isError":true}`)), "tool_error"},
 		{"tools/call", protocol.AppendResponse(nil, id, []byte(`{"content":[{"type":"text","text":"\"isError\":true"}]}`)), ""},
 		{"prompts/get", protocol.AppendResponse(nil, id, []byte(`{"isError":true}`)), ""},
+		// Only the result's own member counts, not one deeper down.
+		{"tools/call", protocol.AppendResponse(nil, id, []byte(`{"content":[],"structuredContent":{"isError":true}}`)), ""},
+		{"tools/call", protocol.AppendResponse(nil, id, []byte(`{"structuredContent":{"isError":true},"content":[],"isError":true}`)), "tool_error"},
+		{"tools/call", protocol.AppendResponse(nil, id, []byte(`{"content":[],"isError":false,"structuredContent":{"isError":true}}`)), ""},
+		// A key the scanner leaves to encoding/json (escaped) is still read.
+		{"tools/call", protocol.AppendResponse(nil, id, []byte(`{"content":[],"is\u0045rror":true,"x":{"isError":true}}`)), "tool_error"},
 		{"tools/call", protocol.AppendResponse(nil, id, []byte(`{"content":[{"type":"text","text":"\"error\":{\"code\":1}"}]}`)), ""},
 	} {
 		if got := ResponseErrorType(c.method, c.resp); got != c.want {

@@ -491,12 +491,28 @@ func ResponseErrorCode(resp []byte) (code int64, ok bool) {
 }
 
 // IsToolErrorResult reports whether an encoded tools/call response has a
-// result with isError true, as encoding/json writes it; the same bytes
-// inside a JSON string would have their quotes escaped. (A
-// structuredContent member named isError with the value true is
-// mistaken for it.)
+// result whose own isError member is true. Only a response holding the
+// bytes "isError":true (as encoding/json writes the member; inside a
+// JSON string its quotes would be escaped) is read further, so the common
+// answer costs one search: then the result's members are read, and an
+// isError member deeper down (in structuredContent, say) is not the
+// result's.
 func IsToolErrorResult(resp []byte) bool {
-	return bytes.Contains(resp, isErrorTrue)
+	if !bytes.Contains(resp, isErrorTrue) {
+		return false
+	}
+	var v [1][]byte
+	if ScanMembers(resp, resultMember, v[:]) && v[0] != nil && ScanMembers(v[0], isErrorMember, v[:]) {
+		return string(v[0]) == "true"
+	}
+	var m struct {
+		Result *struct {
+			IsError bool `json:"isError"`
+		} `json:"result"`
+	}
+	return json.Unmarshal(resp, &m) == nil && m.Result != nil && m.Result.IsError
 }
+
+var resultMember, isErrorMember = []string{"result"}, []string{"isError"}
 
 var isErrorTrue = []byte(`"isError":true`)
