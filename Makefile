@@ -63,6 +63,7 @@ FUZZ_TARGETS := \
 	./pkg/stdio:FuzzLineReader \
 	./internal/uritemplate:FuzzParseMatch \
 	./internal/jsonschema:FuzzValidateJSON \
+	./internal/jsonschema:FuzzValidateJSONFast \
 	./pkg/bus:FuzzToken \
 	./pkg/bus:FuzzDecodeRequest \
 	./pkg/sessionstore:FuzzValidID

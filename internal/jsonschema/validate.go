@@ -47,6 +47,7 @@ const (
 // and safe for concurrent use.
 type Validator struct {
 	schema *lib.Schema
+	fast   *fastSchema // nil unless the schema has the simple shape (fast.go)
 }
 
 // Compile compiles a JSON Schema document. Without "$schema" the document is
@@ -94,7 +95,7 @@ func Compile(schema json.RawMessage) (v *Validator, err error) {
 		}
 		return nil, fmt.Errorf("jsonschema: compiling schema: %w", err)
 	}
-	return &Validator{schema: s}, nil
+	return &Validator{schema: s, fast: compileFast(doc)}, nil
 }
 
 // refusingLoader is the only loader the compiler gets: schemas are
@@ -141,7 +142,32 @@ func (v *Validator) Validate(instance any) (err error) {
 // call that sent none; an explicit null is validated as null. Numbers are
 // decoded without loss of precision. raw that is not exactly one JSON value
 // fails with [ErrInvalidJSON].
+//
+// For schemas of a simple shape (types, properties, required,
+// additionalProperties, items and annotations: see fast.go) a valid object
+// is recognised from its bytes without being decoded; every other instance
+// gets the same verdict and message as without that shortcut.
 func (v *Validator) ValidateJSON(raw json.RawMessage) error {
+	if v.fast != nil {
+		b := []byte(raw)
+		if isBlank(b) {
+			b = emptyObject
+		}
+		if v.fast.validJSON(b) {
+			return nil
+		}
+	}
+	return v.validateJSON(raw)
+}
+
+var emptyObject = []byte("{}")
+
+func isBlank(b []byte) bool {
+	return skipSpace(b, 0) == len(b)
+}
+
+// validateJSON is ValidateJSON without the fast path.
+func (v *Validator) validateJSON(raw json.RawMessage) error {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return v.Validate(map[string]any{})
 	}
