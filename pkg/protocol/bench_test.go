@@ -36,3 +36,22 @@ func BenchmarkDecodeHead(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecodeWithHead is BenchmarkDecodeHead's work done by
+// DecodeWithHead.
+func BenchmarkDecodeWithHead(b *testing.B) {
+	for _, tc := range benchCalls {
+		body := []byte(tc.body)
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				var head protocol.ParamsHead
+				_, headErr, err := protocol.DecodeWithHead(body, 0, &head)
+				if err != nil || headErr != nil || head.Name == nil {
+					b.Fatal(err, headErr)
+				}
+			}
+		})
+	}
+}

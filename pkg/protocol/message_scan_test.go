@@ -21,7 +21,7 @@ var wireSeeds = []string{
 func checkWireScan(t *testing.T, data []byte) {
 	t.Helper()
 	var fast, slow wireMessage
-	if !fast.scan(data) {
+	if !fast.scan(data, maxScanDepth, nil) {
 		return
 	}
 	if err := json.Unmarshal(data, &slow); err != nil {
@@ -37,11 +37,11 @@ func TestWireScan(t *testing.T) {
 		checkWireScan(t, []byte(s))
 	}
 	var w wireMessage
-	if !w.scan([]byte(wireSeeds[0])) {
+	if !w.scan([]byte(wireSeeds[0]), maxScanDepth, nil) {
 		t.Error("a plain request took the slow path")
 	}
 	for _, s := range []string{`{"jsonrpc":"2.0","id":1,"method":5}`, `{"JSONRPC":"2.0"}`, `{"jsonrpc":"2.0","method":"m\u0041"}`} {
-		if w := (wireMessage{}); w.scan([]byte(s)) {
+		if w := (wireMessage{}); w.scan([]byte(s), maxScanDepth, nil) {
 			t.Errorf("%s took the fast path", s)
 		}
 	}

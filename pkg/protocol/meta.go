@@ -116,9 +116,13 @@ func DecodeParamsHead(params []byte, h *ParamsHead) error {
 
 func (h *ParamsHead) scan(params []byte) bool {
 	var v [6][]byte
-	if !ScanMembers(params, paramsHeadMembers, v[:]) {
-		return false
-	}
+	return ScanMembers(params, paramsHeadMembers, v[:]) && h.fill(&v)
+}
+
+// fill sets h from the values of paramsHeadMembers, as json.Unmarshal
+// would, when they can be read plainly; false means the caller decodes
+// with encoding/json.
+func (h *ParamsHead) fill(v *[6][]byte) bool {
 	for _, m := range []struct {
 		raw []byte
 		dst **string
