@@ -57,6 +57,7 @@ FUZZ_TARGETS := \
 	./pkg/protocol:FuzzScanObject \
 	./pkg/protocol:FuzzWireScan \
 	./pkg/protocol:FuzzDecodeParamsHead \
+	./pkg/protocol:FuzzDecodeWithHead \
 	./pkg/mcp:FuzzDecodeCallToolParams \
 	./pkg/frontend/stream:FuzzParseEventID \
 	./pkg/frontend/stream:FuzzEventIDRoundTrip \

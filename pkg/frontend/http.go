@@ -111,7 +111,8 @@ func (f *Frontend) servePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpx.SetReadDeadline(w, time.Time{})
-	msg, err := protocol.Decode(body, f.opts.MaxDepth)
+	var head protocol.ParamsHead
+	msg, headErr, err := protocol.DecodeWithHead(body, f.opts.MaxDepth, &head)
 	if err != nil {
 		var de *protocol.DecodeError
 		if errors.As(err, &de) {
@@ -139,12 +140,9 @@ func (f *Frontend) servePost(w http.ResponseWriter, r *http.Request) {
 		rec.Method = msg.Method
 	}
 	rec.ID = msg.ID
-	var head protocol.ParamsHead
-	if msg.Params != nil {
-		if err := protocol.DecodeParamsHead(msg.Params, &head); err != nil {
-			httpx.WriteError(w, http.StatusBadRequest, msg.ID, protocol.ErrBadParams(err))
-			return
-		}
+	if headErr != nil {
+		httpx.WriteError(w, http.StatusBadRequest, msg.ID, protocol.ErrBadParams(headErr))
+		return
 	}
 	noteTarget(rec, msg.Method, &head)
 	f.beginOperation(w, msg)

@@ -89,6 +89,22 @@ type wireMessage struct {
 // inconsistent member combinations with -32600. The returned message is
 // valid: Kind() is never KindInvalid.
 func Decode(data []byte, maxDepth int) (*Message, error) {
+	m, _, err := decode(data, maxDepth, nil)
+	return m, err
+}
+
+// DecodeWithHead is Decode followed, when the message it returns has
+// params, by DecodeParamsHead of them into head, with the same results as
+// the two calls in sequence, but in one pass over data when the message
+// can be read plainly. err is Decode's error (head is then left as it
+// is); otherwise head is set (the zero ParamsHead for a message without
+// params) and headErr is DecodeParamsHead's error.
+func DecodeWithHead(data []byte, maxDepth int, head *ParamsHead) (m *Message, headErr, err error) {
+	return decode(data, maxDepth, head)
+}
+
+// decode is Decode, and DecodeWithHead when head is not nil.
+func decode(data []byte, maxDepth int, head *ParamsHead) (m *Message, headErr, err error) {
 	if maxDepth <= 0 {
 		maxDepth = DefaultMaxDepth
 	}
@@ -97,27 +113,46 @@ func Decode(data []byte, maxDepth int) (*Message, error) {
 	case '{':
 	case '[':
 		if !json.Valid(data) {
-			return nil, &DecodeError{Err: NewError(CodeParseError, "parse error: invalid JSON")}
+			return nil, nil, &DecodeError{Err: NewError(CodeParseError, "parse error: invalid JSON")}
 		}
-		return nil, &DecodeError{Err: NewError(CodeInvalidRequest, "invalid request: batches are not supported; send one JSON-RPC message per request"), Batch: true}
+		return nil, nil, &DecodeError{Err: NewError(CodeInvalidRequest, "invalid request: batches are not supported; send one JSON-RPC message per request"), Batch: true}
 	default:
 		if !json.Valid(data) {
-			return nil, &DecodeError{Err: NewError(CodeParseError, "parse error: invalid JSON")}
+			return nil, nil, &DecodeError{Err: NewError(CodeParseError, "parse error: invalid JSON")}
 		}
-		return nil, &DecodeError{Err: NewError(CodeInvalidRequest, "invalid request: a JSON-RPC message must be a JSON object")}
+		return nil, nil, &DecodeError{Err: NewError(CodeInvalidRequest, "invalid request: a JSON-RPC message must be a JSON object")}
+	}
+	// The fast path: one valid object no deeper than maxDepth (so
+	// CheckDepth, which only a deeper one fails, is not needed) whose
+	// members scan reads plainly.
+	var w wireMessage
+	var hv [6][]byte
+	hm := newMembers(paramsHeadMembers, hv[:])
+	hmp := &hm
+	if head == nil {
+		hmp = nil
+	}
+	if w.scan(data, min(maxDepth, maxScanDepth), hmp) {
+		m, err := finishDecode(&w)
+		if err != nil || head == nil {
+			return m, nil, err
+		}
+		// A message with params that scan read has one params member,
+		// an object, whose members hm got.
+		*head = ParamsHead{}
+		if m.Params != nil && (!hm.fast || !head.fill(&hv)) {
+			headErr = DecodeParamsHead(m.Params, head)
+		}
+		return m, headErr, nil
 	}
 	if err := CheckDepth(data, maxDepth); err != nil {
-		return nil, &DecodeError{Err: NewError(CodeParseError, "parse error: %v", err)}
-	}
-	var w wireMessage
-	if w.scan(data) {
-		return finishDecode(&w)
+		return nil, nil, &DecodeError{Err: NewError(CodeParseError, "parse error: %v", err)}
 	}
 	w = wireMessage{}
 	if err := json.Unmarshal(data, &w); err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) || !json.Valid(data) {
-			return nil, &DecodeError{Err: NewError(CodeParseError, "parse error: invalid JSON")}
+			return nil, nil, &DecodeError{Err: NewError(CodeParseError, "parse error: invalid JSON")}
 		}
 		// A member of the wrong type ("method":5): Unmarshal still filled
 		// the others, so echo the id when it is readable.
@@ -125,21 +160,34 @@ func Decode(data []byte, maxDepth int) (*Message, error) {
 		if len(w.ID) > 0 {
 			_ = de.ID.UnmarshalJSON(w.ID)
 		}
-		return nil, de
+		return nil, nil, de
 	}
-	return finishDecode(&w)
+	m, err = finishDecode(&w)
+	if err != nil || head == nil {
+		return m, nil, err
+	}
+	*head = ParamsHead{}
+	if m.Params != nil {
+		headErr = DecodeParamsHead(m.Params, head)
+	}
+	return m, headErr, nil
 }
 
 // wireMembers are wireMessage's json names, in the order scan reads them.
 var wireMembers = []string{"jsonrpc", "id", "method", "params", "result", "error"}
 
 // scan fills w as json.Unmarshal does, without a reflection walk, when
-// data is one valid object whose members ScanMembers can read and whose
-// jsonrpc and method are plain strings; false means the caller decodes
-// with encoding/json (w is then partly filled: reset it).
-func (w *wireMessage) scan(data []byte) bool {
+// data is one valid object nested at most limit deep (at most
+// maxScanDepth) whose members ScanMembers can read and whose jsonrpc and
+// method are plain strings; false means the caller decodes with
+// encoding/json (w is then partly filled: reset it). head, when not nil,
+// gets the members of the params, when they are an object, as they are
+// read.
+func (w *wireMessage) scan(data []byte, limit int, head *members) bool {
 	var v [6][]byte
-	if !ScanMembers(data, wireMembers, v[:]) {
+	wm := newMembers(wireMembers, v[:])
+	s := scanner{b: data, limit: limit}
+	if !s.top(nil, &wm, "params", head) || !wm.fast {
 		return false
 	}
 	if v[0] != nil {
@@ -269,87 +317,6 @@ func CheckDepth(data []byte, max int) error {
 	return nil
 }
 
-// Encoding. These build envelopes by appending, so raw results are copied
-// verbatim and never re-marshalled.
-
-// AppendResponse appends {"jsonrpc":"2.0","id":id,"result":result}.
-// result must be valid JSON (an object).
-func AppendResponse(b []byte, id ID, result []byte) []byte {
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = id.AppendJSON(b)
-	b = append(b, `,"result":`...)
-	b = append(b, result...)
-	return append(b, '}')
-}
-
-// AppendErrorResponse appends an error response. An absent id (the request
-// could not be read) is omitted: MCP's schemas forbid a null id.
-func AppendErrorResponse(b []byte, id ID, e *Error) []byte {
-	b = append(b, `{"jsonrpc":"2.0",`...)
-	if id.IsValid() {
-		b = append(b, `"id":`...)
-		b = id.AppendJSON(b)
-		b = append(b, ',')
-	}
-	b = append(b, `"error":{"code":`...)
-	b = strconv.AppendInt(b, e.Code, 10)
-	b = append(b, `,"message":`...)
-	msg, _ := json.Marshal(e.Message)
-	b = append(b, msg...)
-	if len(e.Data) > 0 {
-		b = append(b, `,"data":`...)
-		b = append(b, e.Data...)
-	}
-	return append(b, "}}"...)
-}
-
-// AppendNotification appends a notification; params may be nil.
-func AppendNotification(b []byte, method string, params []byte) []byte {
-	b = append(b, `{"jsonrpc":"2.0","method":`...)
-	m, _ := json.Marshal(method)
-	b = append(b, m...)
-	if len(params) > 0 {
-		b = append(b, `,"params":`...)
-		b = append(b, params...)
-	}
-	return append(b, '}')
-}
-
-// AppendRequest appends a request; params may be nil.
-func AppendRequest(b []byte, id ID, method string, params []byte) []byte {
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = id.AppendJSON(b)
-	b = append(b, `,"method":`...)
-	m, _ := json.Marshal(method)
-	b = append(b, m...)
-	if len(params) > 0 {
-		b = append(b, `,"params":`...)
-		b = append(b, params...)
-	}
-	return append(b, '}')
-}
-
-// EncodeResponse marshals result and wraps it in a response envelope.
-func EncodeResponse(id ID, result any) ([]byte, error) {
-	raw, err := json.Marshal(result)
-	if err != nil {
-		return nil, err
-	}
-	return AppendResponse(nil, id, raw), nil
-}
-
-// EncodeNotification marshals params and wraps them in a notification.
-func EncodeNotification(method string, params any) ([]byte, error) {
-	var raw []byte
-	if params != nil {
-		var err error
-		if raw, err = json.Marshal(params); err != nil {
-			return nil, err
-		}
-	}
-	return AppendNotification(nil, method, raw), nil
-}
-
 // ErrTooLong reports a string or an array over CheckSizes' caps.
 var ErrTooLong = errors.New("protocol: a string or an array is over the size limit")
 
@@ -358,8 +325,8 @@ var ErrTooLong = errors.New("protocol: a string or an array is over the size lim
 // than maxArray elements or objects of more than maxArray members; a cap
 // of 0 or less is not checked. The values of the object members named in
 // exempt (anywhere in data, whatever they hold) are not checked. data is
-// assumed well-formed enough to scan (run it after CheckDepth, which
-// bounds the nesting).
+// assumed well-formed enough to scan (run it after Decode or CheckDepth,
+// which bound the nesting).
 func CheckSizes(data []byte, maxString, maxArray int, exempt ...string) error {
 	if (maxString <= 0 || len(data) <= maxString) && (maxArray <= 0 || len(data) <= 2*maxArray) {
 		return nil // too short to hold either

@@ -21,7 +21,7 @@ var wireSeeds = []string{
 func checkWireScan(t *testing.T, data []byte) {
 	t.Helper()
 	var fast, slow wireMessage
-	if !fast.scan(data) {
+	if !fast.scan(data, maxScanDepth, nil) {
 		return
 	}
 	if err := json.Unmarshal(data, &slow); err != nil {
@@ -37,11 +37,11 @@ func TestWireScan(t *testing.T) {
 		checkWireScan(t, []byte(s))
 	}
 	var w wireMessage
-	if !w.scan([]byte(wireSeeds[0])) {
+	if !w.scan([]byte(wireSeeds[0]), maxScanDepth, nil) {
 		t.Error("a plain request took the slow path")
 	}
 	for _, s := range []string{`{"jsonrpc":"2.0","id":1,"method":5}`, `{"JSONRPC":"2.0"}`, `{"jsonrpc":"2.0","method":"m\u0041"}`} {
-		if w := (wireMessage{}); w.scan([]byte(s)) {
+		if w := (wireMessage{}); w.scan([]byte(s), maxScanDepth, nil) {
 			t.Errorf("%s took the fast path", s)
 		}
 	}
@@ -59,7 +59,22 @@ var headSeeds = []string{
 	`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":{}}},"name":"x"}`,
 	`{"requestId":5,"reason":"r"}`, `{"taskId":"t","requestState":"s"}`, `{"name":null}`, `{"name":5}`, `{"Name":"x"}`,
 	`{"name":"a\nb"}`, `{"name":"a\u0041"}`, `{"_meta":5}`, `{"_meta":{"io.modelcontextprotocol/logLevel":3}}`, `{"uri":"a","uri":"b"}`,
+	modernClientParams, `{"_meta":null}`, `{"_meta":{}}`, `{"_meta":[]}`,
+	`{"_meta":{"progressToken":"p","traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01","tracestate":"a=b","io.modelcontextprotocol/logLevel":"debug"}}`,
+	`{"_meta":{"io.modelcontextprotocol/protocolVersion":null,"io.modelcontextprotocol/clientCapabilities":null}}`,
+	`{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"roots":5}}}`, `{"_meta":{"io.modelcontextprotocol/clientCapabilities":[]}}`,
+	`{"_meta":{"io.modelcontextprotocol/clientInfo":{"name":1}}}`, `{"_meta":{"io.modelcontextprotocol/clientInfo":"x"}}`,
+	`{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}},"Roots":{"listChanged":true}}}}`,
+	`{"_meta":{"traceparent":1}}`, `{"_meta":{"traceparent":null}}`, `{"_meta":{"Traceparent":"x"}}`, `{"_meta":{"trace\u0070arent":"x"}}`,
+	`{"_meta":{"progressToken":1,"progressToken":2}}`, `{"_meta":{"io.modelcontextprotocol/logLevel":"lou\u0064"}}`,
+	`{"_meta":{"io.modelcontextprotocol/clientInfo":{"name":"n","version":"1","icons":[{"src":"s"}]}}}`,
 }
+
+// modernClientParams are a tools/call's params as SDK clients send them,
+// client info and capabilities in the _meta.
+const modernClientParams = `{"name":"echo","arguments":{"text":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+	`"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1.0.0"},` +
+	`"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true},"sampling":{},"elicitation":{"form":{},"url":{}}}}}`
 
 // checkHead: DecodeParamsHead gives what json.Unmarshal gives.
 func checkHead(t *testing.T, params []byte) {
@@ -82,6 +97,29 @@ func TestDecodeParamsHead(t *testing.T) {
 	var h ParamsHead
 	if !h.scan([]byte(headSeeds[2])) {
 		t.Error("a modern tools/call head took the slow path")
+	}
+}
+
+// TestScanMeta: the _meta of a modern request is read without
+// encoding/json's walk, and its client capabilities and info are shared
+// by the heads decoded from the same bytes.
+func TestScanMeta(t *testing.T) {
+	var a, b ParamsHead
+	for _, h := range []*ParamsHead{&a, &b} {
+		if !h.scan([]byte(modernClientParams)) {
+			t.Fatal("a modern client's head took the slow path")
+		}
+	}
+	if _, ok := scanMeta([]byte(`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`)); !ok {
+		t.Error("the required _meta took the slow path")
+	}
+	if a.Meta.ClientCapabilities == nil || a.Meta.ClientCapabilities != b.Meta.ClientCapabilities || a.Meta.ClientInfo != b.Meta.ClientInfo {
+		t.Errorf("client capabilities %p and %p, info %p and %p: not shared", a.Meta.ClientCapabilities, b.Meta.ClientCapabilities, a.Meta.ClientInfo, b.Meta.ClientInfo)
+	}
+	for _, s := range []string{`5`, `null`, `{"traceparent":null}`, `{"io.modelcontextprotocol/clientCapabilities":{"roots":5}}`, `{"Traceparent":"x"}`} {
+		if _, ok := scanMeta([]byte(s)); ok {
+			t.Errorf("_meta %s took the fast path", s)
+		}
 	}
 }
 

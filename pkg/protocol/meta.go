@@ -1,6 +1,10 @@
 package protocol
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/mcpfleet/mcpfleet/internal/decodecache"
+)
 
 // Reserved _meta keys.
 const (
@@ -35,7 +39,9 @@ type RequestMeta struct {
 
 // ParamsHead is the subset of any request's params that transports need
 // before dispatch: the _meta plus the routing names. Decoding params into it
-// skips everything else.
+// skips everything else. The client capabilities and client info of a
+// Meta that [DecodeParamsHead] filled may be shared with other heads
+// decoded from the same bytes: treat them as read-only.
 type ParamsHead struct {
 	Meta *RequestMeta `json:"_meta,omitempty"`
 	// Name is tools/call and prompts/get's name.
@@ -110,9 +116,13 @@ func DecodeParamsHead(params []byte, h *ParamsHead) error {
 
 func (h *ParamsHead) scan(params []byte) bool {
 	var v [6][]byte
-	if !ScanMembers(params, paramsHeadMembers, v[:]) {
-		return false
-	}
+	return ScanMembers(params, paramsHeadMembers, v[:]) && h.fill(&v)
+}
+
+// fill sets h from the values of paramsHeadMembers, as json.Unmarshal
+// would, when they can be read plainly; false means the caller decodes
+// with encoding/json.
+func (h *ParamsHead) fill(v *[6][]byte) bool {
 	for _, m := range []struct {
 		raw []byte
 		dst **string
@@ -127,5 +137,93 @@ func (h *ParamsHead) scan(params []byte) bool {
 		*m.dst = &s
 	}
 	h.RequestID = rawCopy(v[3])
-	return v[0] == nil || json.Unmarshal(v[0], &h.Meta) == nil
+	if v[0] == nil {
+		return true
+	}
+	if m, ok := scanMeta(v[0]); ok {
+		h.Meta = m
+		return true
+	}
+	return json.Unmarshal(v[0], &h.Meta) == nil
+}
+
+// requestMetaMembers are RequestMeta's json names, in the order of the
+// values scanMeta reads.
+var requestMetaMembers = []string{MetaProgressToken, MetaProtocolVersion, MetaClientCapabilities,
+	MetaClientInfo, MetaLogLevel, MetaTraceparent, MetaTracestate}
+
+// scanMeta decodes raw, a _meta value, as json.Unmarshal into a
+// *RequestMeta does, without a reflection walk when its members can be
+// read plainly (see ScanMembers) and its strings are plain; client
+// capabilities and client info come from metaCaps and metaInfos. ok is
+// false when the caller must decode with encoding/json instead: raw is
+// not an object, or a member is null, of another type, or does not
+// decode.
+func scanMeta(raw []byte) (m *RequestMeta, ok bool) {
+	var v [7][]byte
+	if !ScanMembers(raw, requestMetaMembers, v[:]) {
+		return nil, false
+	}
+	m = &RequestMeta{ProgressToken: rawCopy(v[0])}
+	for _, f := range []struct {
+		raw []byte
+		dst *string
+	}{{v[5], &m.Traceparent}, {v[6], &m.Tracestate}} {
+		if f.raw == nil {
+			continue
+		}
+		if *f.dst, ok = PlainString(f.raw); !ok {
+			return nil, false
+		}
+	}
+	if v[1] != nil {
+		s, ok := PlainString(v[1])
+		if !ok {
+			return nil, false
+		}
+		m.ProtocolVersion = &s
+	}
+	if v[4] != nil {
+		s, ok := PlainString(v[4])
+		if !ok {
+			return nil, false
+		}
+		l := LoggingLevel(s)
+		m.LogLevel = &l
+	}
+	if v[2] != nil {
+		if m.ClientCapabilities, ok = cachedObject(metaCaps, v[2]); !ok {
+			return nil, false
+		}
+	}
+	if v[3] != nil {
+		if m.ClientInfo, ok = cachedObject(metaInfos, v[3]); !ok {
+			return nil, false
+		}
+	}
+	return m, true
+}
+
+// metaCaps and metaInfos keep the client capabilities and client info of
+// _meta objects decoded by their bytes: a 2026-07-28 client sends the
+// same ones with every request.
+var (
+	metaCaps  = decodecache.New[ClientCapabilities]()
+	metaInfos = decodecache.New[Implementation]()
+)
+
+// cachedObject returns the object raw decoded into a new T through c; ok
+// is false when raw is not an object or does not decode.
+func cachedObject[T any](c *decodecache.Cache[T], raw []byte) (v *T, ok bool) {
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, false
+	}
+	v, err := c.GetBytes(raw, func(k string) (*T, error) {
+		v := new(T)
+		if err := json.Unmarshal([]byte(k), v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	})
+	return v, err == nil
 }

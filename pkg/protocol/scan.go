@@ -19,13 +19,8 @@ import "unicode/utf8"
 // (encoding/json's decode matches names case-insensitively, folding ſ
 // and the Kelvin sign to s and k, and mends invalid UTF-8 in keys).
 func ScanObject(b []byte, member func(key []byte, escaped bool, value []byte)) bool {
-	s := scanner{b: b}
-	s.space()
-	if !s.object(member) {
-		return false
-	}
-	s.space()
-	return s.i == len(b)
+	s := scanner{b: b, limit: maxScanDepth}
+	return s.top(member, nil, "", nil)
 }
 
 const maxScanDepth = 10000
@@ -34,6 +29,19 @@ type scanner struct {
 	b     []byte
 	i     int
 	depth int
+	// limit is the deepest nesting read: deeper is an error.
+	limit int
+}
+
+// top reads all of s.b as one object, whitespace around it allowed; see
+// object for the arguments.
+func (s *scanner) top(member func(key []byte, escaped bool, value []byte), into *members, nestedKey string, nested *members) bool {
+	s.space()
+	if !s.object(member, into, nestedKey, nested) {
+		return false
+	}
+	s.space()
+	return s.i == len(s.b)
 }
 
 func (s *scanner) space() {
@@ -47,12 +55,16 @@ func (s *scanner) space() {
 	}
 }
 
-// object reads an object at s.i; member, when not nil, gets its members.
-func (s *scanner) object(member func(key []byte, escaped bool, value []byte)) bool {
+// object reads an object at s.i. Its members go to member, when not nil,
+// and to into, when not nil; the members of the value of its member named
+// nestedKey (unescaped), when that value is an object, go to nested, when
+// not nil. (A *members, not its add method: a method value made here
+// would escape to the heap.)
+func (s *scanner) object(member func(key []byte, escaped bool, value []byte), into *members, nestedKey string, nested *members) bool {
 	if s.i >= len(s.b) || s.b[s.i] != '{' {
 		return false
 	}
-	if s.depth++; s.depth > maxScanDepth {
+	if s.depth++; s.depth > s.limit {
 		return false
 	}
 	s.i++
@@ -76,11 +88,18 @@ func (s *scanner) object(member func(key []byte, escaped bool, value []byte)) bo
 		s.i++
 		s.space()
 		vstart := s.i
-		if !s.value() {
+		if nested != nil && !escaped && s.i < len(s.b) && s.b[s.i] == '{' && string(key) == nestedKey {
+			if !s.object(nil, nested, "", nil) {
+				return false
+			}
+		} else if !s.value() {
 			return false
 		}
 		if member != nil {
 			member(key, escaped, s.b[vstart:s.i])
+		}
+		if into != nil {
+			into.add(key, escaped, s.b[vstart:s.i])
 		}
 		if more, ok := s.after('}'); !more {
 			return ok
@@ -89,7 +108,7 @@ func (s *scanner) object(member func(key []byte, escaped bool, value []byte)) bo
 }
 
 func (s *scanner) array() bool {
-	if s.depth++; s.depth > maxScanDepth {
+	if s.depth++; s.depth > s.limit {
 		return false
 	}
 	s.i++ // '['
@@ -136,7 +155,7 @@ func (s *scanner) value() bool {
 	}
 	switch c := s.b[s.i]; {
 	case c == '{':
-		return s.object(nil)
+		return s.object(nil, nil, "", nil)
 	case c == '[':
 		return s.array()
 	case c == '"':
@@ -255,33 +274,49 @@ func (s *scanner) number() bool {
 // matches a name only when letter case is ignored. Other members are
 // skipped, as encoding/json skips unknown members.
 func ScanMembers(b []byte, names []string, vals [][]byte) bool {
+	m := newMembers(names, vals)
+	s := scanner{b: b, limit: maxScanDepth}
+	return s.top(nil, &m, "", nil) && m.fast
+}
+
+// members collects the values of an object's members named by names into
+// vals, as ScanMembers does; fast goes false when encoding/json's decode
+// could differ.
+type members struct {
+	names []string
+	vals  [][]byte
+	fast  bool
+}
+
+func newMembers(names []string, vals [][]byte) members {
 	clear(vals)
-	fast := true
-	valid := ScanObject(b, func(key []byte, escaped bool, value []byte) {
-		if !fast {
+	return members{names: names, vals: vals, fast: true}
+}
+
+// add is the member function of ScanObject that collects.
+func (m *members) add(key []byte, escaped bool, value []byte) {
+	if !m.fast {
+		return
+	}
+	if escaped || !asciiBytes(key) {
+		m.fast = false
+		return
+	}
+	for i, n := range m.names {
+		if string(key) == n {
+			if m.vals[i] != nil {
+				m.fast = false
+			}
+			m.vals[i] = value
 			return
 		}
-		if escaped || !asciiBytes(key) {
-			fast = false
+	}
+	for _, n := range m.names {
+		if len(n) == len(key) && equalFoldASCII(key, n) {
+			m.fast = false
 			return
 		}
-		for i, n := range names {
-			if string(key) == n {
-				if vals[i] != nil {
-					fast = false
-				}
-				vals[i] = value
-				return
-			}
-		}
-		for _, n := range names {
-			if len(n) == len(key) && equalFoldASCII(key, n) {
-				fast = false
-				return
-			}
-		}
-	})
-	return valid && fast
+	}
 }
 
 // PlainString returns the JSON string raw holds when decoding it is a

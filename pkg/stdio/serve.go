@@ -128,7 +128,8 @@ func (s *session) handleLine(line []byte) {
 	if len(trimSpace(line)) == 0 {
 		return // blank lines between messages are tolerated
 	}
-	msg, err := protocol.Decode(line, s.opts.MaxDepth)
+	var head protocol.ParamsHead
+	msg, headErr, err := protocol.DecodeWithHead(line, s.opts.MaxDepth, &head)
 	if err != nil {
 		var de *protocol.DecodeError
 		if errors.As(err, &de) {
@@ -138,14 +139,11 @@ func (s *session) handleLine(line []byte) {
 		}
 		return
 	}
-	var head protocol.ParamsHead
-	if msg.Params != nil {
-		if err := protocol.DecodeParamsHead(msg.Params, &head); err != nil {
-			if msg.Kind() == protocol.KindRequest {
-				s.writeError(msg.ID, protocol.ErrBadParams(err))
-			}
-			return
+	if headErr != nil {
+		if msg.Kind() == protocol.KindRequest {
+			s.writeError(msg.ID, protocol.ErrBadParams(headErr))
 		}
+		return
 	}
 	switch msg.Kind() {
 	case protocol.KindResponse:
