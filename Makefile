@@ -65,7 +65,8 @@ FUZZ_TARGETS := \
 	./internal/jsonschema:FuzzValidateJSON \
 	./pkg/bus:FuzzToken \
 	./pkg/bus:FuzzDecodeRequest \
-	./pkg/sessionstore:FuzzValidID
+	./pkg/sessionstore:FuzzValidID \
+	./pkg/sessionstore:FuzzMembersCopy
 
 .PHONY: fuzz
 fuzz:
