@@ -66,7 +66,8 @@ FUZZ_TARGETS := \
 	./pkg/bus:FuzzToken \
 	./pkg/bus:FuzzDecodeRequest \
 	./pkg/sessionstore:FuzzValidID \
-	./pkg/sessionstore:FuzzMembersCopy
+	./pkg/sessionstore:FuzzMembersCopy \
+	./internal/httpx:FuzzAccepts
 
 .PHONY: fuzz
 fuzz:
