@@ -67,7 +67,9 @@ FUZZ_TARGETS := \
 	./internal/jsonschema:FuzzValidateJSONFast \
 	./pkg/bus:FuzzToken \
 	./pkg/bus:FuzzDecodeRequest \
-	./pkg/sessionstore:FuzzValidID
+	./pkg/sessionstore:FuzzValidID \
+	./pkg/sessionstore:FuzzMembersCopy \
+	./internal/httpx:FuzzAccepts
 
 .PHONY: fuzz
 fuzz:

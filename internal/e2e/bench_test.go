@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/mcpfleet/mcpfleet/internal/testenv"
+	"github.com/mcpfleet/mcpfleet/internal/testutil"
 )
 
 // BenchmarkServe measures the server side of one tools/call echo through
@@ -82,4 +83,12 @@ func benchSession(b *testing.B, ip *testenv.InProc) (post func(body string, hdr 
 		b.Fatalf("initialize: %d %s", init.Code, init.Body)
 	}
 	return post, sid
+}
+
+// BenchmarkServeRedis is BenchmarkServe with the sessions in a real Redis
+// (a private redis-server), as a cluster's frontend keeps them: a legacy
+// request's Begin and End are Redis round trips, and the session comes
+// from the Redis store's record cache.
+func BenchmarkServeRedis(b *testing.B) {
+	benchServe(b, testenv.StartInProc(b, testenv.InProcOptions{NoFixture: true, LocalBus: true, RedisURL: testutil.StartRedis(b)}))
 }

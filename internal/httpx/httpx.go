@@ -88,18 +88,18 @@ func SetReadDeadline(w http.ResponseWriter, t time.Time) {
 }
 
 // Accepts reports whether the Accept header lists the media type (exactly,
-// ignoring parameters and case; q=0 excludes it).
+// ignoring parameters and case; q=0 excludes it). mediaType is a valid
+// type/subtype without parameters.
+//
+// An entry without parameters, in ASCII (what clients send), is compared
+// as is; the others are parsed (mime.ParseMediaType), with the same
+// answer for every entry (FuzzAccepts).
 func Accepts(r *http.Request, mediaType string) bool {
 	for _, v := range r.Header.Values("Accept") {
-		for _, part := range strings.Split(v, ",") {
-			mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
-			if err != nil {
-				continue
-			}
-			if q, ok := params["q"]; ok && (q == "0" || q == "0.0" || q == "0.00" || q == "0.000") {
-				continue
-			}
-			if strings.EqualFold(mt, mediaType) {
+		for rest, more := v, true; more; {
+			var part string
+			part, rest, more = strings.Cut(rest, ",")
+			if mediaTypeIs(strings.TrimSpace(part), mediaType, true) {
 				return true
 			}
 		}
@@ -107,7 +107,57 @@ func Accepts(r *http.Request, mediaType string) bool {
 	return false
 }
 
+// IsJSONContentType reports whether the Content-Type header is
+// application/json (ignoring parameters and case).
 func IsJSONContentType(r *http.Request) bool {
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	return err == nil && strings.EqualFold(mt, "application/json")
+	return mediaTypeIs(r.Header.Get("Content-Type"), "application/json", false)
+}
+
+// mediaTypeIs reports whether v parses (mime.ParseMediaType) as the media
+// type mt, a valid type/subtype without parameters, and, with noQ0, has
+// no q=0 parameter. A v in ASCII without parameters is compared without
+// parsing: ParseMediaType would give it in lower case (if valid) with no
+// parameters, and mt is valid.
+func mediaTypeIs(v, mt string, noQ0 bool) bool {
+	if isPlainASCII(v) {
+		return asciiEqualFold(strings.TrimSpace(v), mt)
+	}
+	got, params, err := mime.ParseMediaType(v)
+	if err != nil {
+		return false
+	}
+	if q, ok := params["q"]; noQ0 && ok && (q == "0" || q == "0.0" || q == "0.00" || q == "0.000") {
+		return false
+	}
+	return strings.EqualFold(got, mt)
+}
+
+// isPlainASCII reports whether s is ASCII without a ';' (no parameters).
+func isPlainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 0x80 || c == ';' {
+			return false
+		}
+	}
+	return true
+}
+
+// asciiEqualFold is strings.EqualFold for ASCII a and b.
+func asciiEqualFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }

@@ -184,13 +184,16 @@ http {
 }
 
 // InProc is an all-in-one deployment inside the test process: embedded
-// NATS (or the in-process bus), the in-memory store, one worker and one
-// frontend behind httptest.
+// NATS (or the in-process bus), the in-memory store (or a Redis store),
+// one worker and one frontend behind httptest.
 type InProc struct {
 	// Logs holds what the worker and frontend logged.
-	Logs  *logBuffer
-	URL   string
+	Logs *logBuffer
+	URL  string
+	// Store is the in-memory store (nil with InProcOptions.RedisURL).
 	Store *sessionstore.Memory
+	// Sessions is the frontend's store: Store, or the Redis store.
+	Sessions sessionstore.Store
 	// NC is the embedded NATS server's connection (nil with LocalBus).
 	NC *nats.Conn
 	// Bus is what the worker and the frontend share: NC's, or the
@@ -210,6 +213,11 @@ type InProcOptions struct {
 	// LocalBus runs the deployment on the in-process bus (bus.Local, as
 	// the all-in-one without --nats-listen) instead of an embedded NATS.
 	LocalBus bool
+	// RedisURL, when set, keeps the sessions in a Redis store on this
+	// URL (with the Store options and a key prefix of the test's own, the
+	// rest default, as a cluster's frontend) instead of the in-memory
+	// store.
+	RedisURL string
 	// Server, when set, is served instead of the example server.
 	Server *mcp.Server
 	// TracerProvider makes the worker's and the frontend's spans (it is
@@ -263,11 +271,28 @@ func StartInProc(tb testing.TB, opts InProcOptions) *InProc {
 		tb.Cleanup(nc.Close)
 		bc = bus.NATS(nc)
 	}
-	store, err := sessionstore.NewMemory(&opts.Store)
-	if err != nil {
-		tb.Fatal(err)
+	var (
+		mem      *sessionstore.Memory
+		sessions sessionstore.Store
+		err      error
+	)
+	if opts.RedisURL != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		rs, oerr := sessionstore.OpenRedis(ctx, opts.RedisURL, &sessionstore.RedisOptions{
+			Options: opts.Store, KeyPrefix: testutil.UniquePrefix(tb),
+		})
+		cancel()
+		if oerr != nil {
+			tb.Fatal(oerr)
+		}
+		sessions = rs
+	} else {
+		if mem, err = sessionstore.NewMemory(&opts.Store); err != nil {
+			tb.Fatal(err)
+		}
+		sessions = mem
 	}
-	tb.Cleanup(func() { _ = store.Close(context.Background()) })
+	tb.Cleanup(func() { _ = sessions.Close(context.Background()) })
 	srv := opts.Server
 	if srv == nil {
 		fix := "conformance"
@@ -292,7 +317,7 @@ func StartInProc(tb testing.TB, opts InProcOptions) *InProc {
 		_ = w.Shutdown(ctx)
 	})
 	fo := opts.Frontend
-	fo.Store = store
+	fo.Store = sessions
 	if fo.TracerProvider == nil {
 		fo.TracerProvider = opts.TracerProvider
 	}
@@ -314,5 +339,5 @@ func StartInProc(tb testing.TB, opts InProcOptions) *InProc {
 		hs.CloseClientConnections()
 		hs.Close()
 	})
-	return &InProc{Logs: logs, URL: hs.URL + "/mcp", Store: store, NC: nc, Bus: bc, Server: srv, Worker: w, Frontend: fe}
+	return &InProc{Logs: logs, URL: hs.URL + "/mcp", Store: mem, Sessions: sessions, NC: nc, Bus: bc, Server: srv, Worker: w, Frontend: fe}
 }

@@ -28,11 +28,15 @@ func (f *Frontend) postLegacy(w http.ResponseWriter, r *http.Request, msg *proto
 		f.initialize(w, r, msg, body)
 		return
 	}
-	var cl *claim
+	var (
+		call *legacyCall
+		cl   *claim
+	)
 	if forwarded(msg) {
 		// One round trip reads the session and claims the request id, so a
 		// reused id is refused whichever frontend and worker run the first.
-		cl = &claim{id: msg.ID.String(), token: f.id + "/" + stream.NewStreamID('c')}
+		call = &legacyCall{claim: claim{id: msg.ID.String(), token: f.claimToken()}}
+		cl = &call.claim
 	}
 	sess, ok := f.loadSessionFor(w, r, msg.ID, cl)
 	if !ok {
@@ -45,8 +49,24 @@ func (f *Frontend) postLegacy(w http.ResponseWriter, r *http.Request, msg *proto
 	case protocol.KindResponse:
 		f.clientAnswer(w, r, sess, msg, body)
 	case protocol.KindRequest:
-		f.legacyRequest(w, r, sess, msg, head, body, cl)
+		f.legacyRequest(w, r, sess, msg, head, body, call)
 	}
+}
+
+// legacyCall is what a forwarded legacy request keeps for its life, in
+// one allocation: the claim on its id, and the spec it is forwarded with
+// and the session snapshot the spec names (when it gets that far).
+type legacyCall struct {
+	claim claim
+	spec  stream.Spec
+	info  bus.SessionInfo
+}
+
+// claimToken returns a new claim token: the frontend's id, "/" and a
+// stream.NewStreamID('c').
+func (f *Frontend) claimToken() string {
+	var b [stream.MaxFrontendIDLen + 1 + 17]byte
+	return string(stream.AppendStreamID(append(append(b[:0], f.id...), '/'), 'c'))
 }
 
 // sessionVersionOK checks the MCP-Protocol-Version header of a session's
@@ -151,8 +171,16 @@ func (f *Frontend) loadSessionFor(w http.ResponseWriter, r *http.Request, id pro
 	return s, true
 }
 
+// snapshot returns what the bus carries of session s (pointing into s).
 func snapshot(s *sessionstore.Session) *bus.SessionInfo {
-	return &bus.SessionInfo{
+	info := new(bus.SessionInfo)
+	snapshotTo(info, s)
+	return info
+}
+
+// snapshotTo sets info to what the bus carries of session s.
+func snapshotTo(info *bus.SessionInfo, s *sessionstore.Session) {
+	*info = bus.SessionInfo{
 		ID:                 s.ID,
 		ProtocolVersion:    s.ProtocolVersion,
 		ClientInfo:         &s.ClientInfo,
@@ -287,7 +315,13 @@ func (f *Frontend) createSession(resp []byte, p *protocol.InitializeParams, prin
 	return s.ID, nil
 }
 
-func (f *Frontend) legacyRequest(w http.ResponseWriter, r *http.Request, sess *sessionstore.Session, msg *protocol.Message, head *protocol.ParamsHead, body []byte, c *claim) {
+// legacyRequest answers or forwards a legacy request; call is set when
+// the request's id is claimed (forwarded).
+func (f *Frontend) legacyRequest(w http.ResponseWriter, r *http.Request, sess *sessionstore.Session, msg *protocol.Message, head *protocol.ParamsHead, body []byte, call *legacyCall) {
+	var c *claim
+	if call != nil {
+		c = &call.claim
+	}
 	switch {
 	case !protocol.IsEraMethod(protocol.EraLegacy, msg.Method):
 		httpx.WriteError(w, http.StatusOK, msg.ID, protocol.ErrUnknownMethod(msg.Method))
@@ -345,7 +379,12 @@ func (f *Frontend) legacyRequest(w http.ResponseWriter, r *http.Request, sess *s
 			return
 		}
 	}
-	spec := &stream.Spec{Era: protocol.EraLegacy, Msg: msg, Session: snapshot(sess), Subject: rt.Subject}
+	if call == nil {
+		call = new(legacyCall)
+	}
+	snapshotTo(&call.info, sess)
+	spec := &call.spec
+	*spec = stream.Spec{Era: protocol.EraLegacy, Msg: msg, Session: &call.info, Subject: rt.Subject}
 	if msg.Method == protocol.MethodResourcesSubscribe || msg.Method == protocol.MethodResourcesUnsubscribe {
 		// The worker validates (capability, author hook); on success the
 		// subscription is recorded here, where the store is.

@@ -8,27 +8,27 @@ import (
 // cachedRecord is a session record as read from Redis, at one version.
 // It is never modified once cached.
 type cachedRecord struct {
-	ver        string // "" for records without a version: never current
-	base       Session
-	info, caps []byte // the JSON members, decoded per session handed out
+	ver    string // "" for records without a version: never current
+	verArg any    // ver as a script argument, boxed once
+	base   Session
+	mem    *members // the JSON members, decoded once, copied per session
 }
 
-// version is the version to send to Redis ("" for none; nil-safe).
-func (c *cachedRecord) version() string {
-	if c == nil {
+// version is the version to send to Redis ("" for none; nil-safe), as a
+// script argument.
+func (c *cachedRecord) version() any {
+	if c == nil || c.verArg == nil {
 		return ""
 	}
-	return c.ver
+	return c.verArg
 }
 
 // session returns a new copy of the record; nothing is shared with the
 // cache.
-func (c *cachedRecord) session() (*Session, error) {
+func (c *cachedRecord) session() *Session {
 	s := c.base
-	if err := decodeJSONMembers(&s, c.info, c.caps); err != nil {
-		return nil, err
-	}
-	return &s, nil
+	c.mem.copyTo(&s)
+	return &s
 }
 
 // recordCache holds records by session id, at most max of them (an

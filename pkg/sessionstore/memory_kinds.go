@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"hash/maphash"
+	"sync/atomic"
 	"unique"
 
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
@@ -13,13 +14,15 @@ import (
 // ProtocolVersion, Principal and the JSON of ClientInfo and
 // ClientCapabilities. The live sessions that declare the same share one
 // (clients of one kind send identical client info and capabilities),
-// counted: it goes when the last of them does. Its fields but refs are
-// immutable once made; refs is guarded by Memory.mu.
+// counted: it goes when the last of them does. Its fields but refs and
+// mem are immutable once made; refs is guarded by Memory.mu, mem is set
+// once (by the first decode).
 type memKind struct {
 	proto, principal string
 	info, caps       []byte
 	hash             uint64 // its key in Memory.kinds
 	refs             int
+	mem              atomic.Pointer[members] // info and caps decoded; nil until the first decode
 }
 
 // size is what a session of kind k counts toward MaxSessionBytes: the
@@ -29,9 +32,19 @@ func (k *memKind) size() int64 {
 }
 
 // decode sets the JSON members of s from k; s is the caller's, sharing
-// nothing with k.
+// nothing with k. The JSON is decoded once (concurrent first calls may
+// each decode it: the results are equal, one is kept), then copied.
 func (k *memKind) decode(s *Session) error {
-	return decodeJSONMembers(s, k.info, k.caps)
+	m := k.mem.Load()
+	if m == nil {
+		var err error
+		if m, err = decodeMembers(k.info, k.caps); err != nil {
+			return err
+		}
+		k.mem.CompareAndSwap(nil, m)
+	}
+	m.copyTo(s)
+	return nil
 }
 
 // is reports whether k is the declaration of s, whose members encode as

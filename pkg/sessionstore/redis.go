@@ -147,6 +147,8 @@ type Redis struct {
 	prefix    string
 	ttlMS     int64 // the TTL: Get and Begin slide an expiry nearer than this
 	slidMS    int64 // ttlMS plus slideSlack: the expiry the slides set
+	ttlArg    any   // ttlMS and slidMS as script arguments, boxed once
+	slidArg   any
 	trimFrom  int64 // -MaxEvents: the LTRIM start that keeps MaxEvents
 	maxStrms  int64 // MaxStreamsPerSession; 0: no cap
 	graceMS   int64 // EndedStreamGrace in ms; 0: at once
@@ -197,6 +199,7 @@ func newRedis(client redis.UniversalClient, ro RedisOptions) *Redis {
 		graceMS:  max(ro.EndedStreamGrace.Milliseconds(), 0),
 		count:    newSessionCounter(max(ro.CountInterval, 0)),
 	}
+	r.ttlArg, r.slidArg = r.ttlMS, r.slidMS
 	if !ro.NoBatching {
 		r.batch = newBatcher(client)
 	}

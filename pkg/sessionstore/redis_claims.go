@@ -21,12 +21,11 @@ func (r *Redis) Begin(ctx context.Context, id, requestID, token string, ttl time
 	if !r.validID(id) {
 		return nil, fmt.Errorf("sessionstore: begin %q: %w", shortID(id), ErrNotFound)
 	}
-	keys, _ := r.keys(id)
-	keys = append(keys, r.claimKey(id, requestID))
+	keys := r.beginKeys(id, requestID)
 	now := nowMilli()
 	cached := r.cache.get(id)
 	reply, err := r.run(ctx, scriptBegin, keys,
-		r.ttlMS, r.slidMS, token, max(ttl.Milliseconds(), 1), cached.version()).StringSlice()
+		r.ttlArg, r.slidArg, token, max(ttl.Milliseconds(), 1), cached.version()).StringSlice()
 	switch {
 	case errors.Is(err, redis.Nil):
 		err = ErrNotFound
@@ -55,7 +54,7 @@ func (r *Redis) End(ctx context.Context, id, requestID, token string) error {
 	if !r.validID(id) {
 		return nil
 	}
-	if err := r.run(ctx, scriptEnd, []string{r.claimKey(id, requestID)}, token).Err(); err != nil {
+	if err := r.run(ctx, scriptEnd, r.endKeys(id, requestID), token).Err(); err != nil {
 		return fmt.Errorf("sessionstore: end %q: %w", shortID(id), err)
 	}
 	return nil

@@ -36,10 +36,69 @@ const (
 )
 
 // keys returns the rec, subs and streams keys of session id, and the
-// prefix of its event-log keys.
+// prefix of its event-log keys. The slice has no room to spare: what a
+// caller appends goes to a copy.
 func (r *Redis) keys(id string) (keys []string, logPrefix string) {
-	base := r.prefix + ":{" + id + "}:"
-	return []string{base + "rec", base + "subs", base + "streams"}, base + "ev:"
+	k := r.sessionKeys(id, nil, "rec", "subs", "streams", "ev:")
+	return k[:3:3], k[3]
+}
+
+// beginKeys returns Begin's keys: rec, subs, streams and the claim on
+// requestID (claimKey).
+func (r *Redis) beginKeys(id, requestID string) []string {
+	return r.sessionKeys(id, &requestID, "rec", "subs", "streams")
+}
+
+// endKeys returns End's key: the claim on requestID (claimKey).
+func (r *Redis) endKeys(id, requestID string) []string {
+	return r.sessionKeys(id, &requestID)
+}
+
+// sessionKeys returns the names "P:{S}:" + suffix of session id's keys,
+// for each suffix, then the claim key of *claim (claimKey) unless claim
+// is nil: one allocation for all the names (they share one string) and one
+// for the slice, where building each name costs two or more (a request
+// reads three to five keys).
+func (r *Redis) sessionKeys(id string, claim *string, suffixes ...string) []string {
+	const maxKeys = 8
+	head := len(r.prefix) + len(":{") + len(id) + len("}:")
+	n, size := len(suffixes), len(suffixes)*head
+	for _, s := range suffixes {
+		size += len(s)
+	}
+	var sum [digestLen]byte
+	var d []byte
+	if claim != nil {
+		d = appendDigest(sum[:0], *claim)
+		n++
+		size += head + len("rq:") + len(d)
+	}
+	var b strings.Builder
+	b.Grow(size)
+	var ends [maxKeys]int
+	name := func(i int, suffix string, raw []byte) {
+		b.WriteString(r.prefix)
+		b.WriteString(":{")
+		b.WriteString(id)
+		b.WriteString("}:")
+		b.WriteString(suffix)
+		b.Write(raw)
+		ends[i] = b.Len()
+	}
+	for i, s := range suffixes {
+		name(i, s, nil)
+	}
+	if claim != nil {
+		name(n-1, "rq:", d)
+	}
+	all := b.String()
+	out := make([]string, n)
+	start := 0
+	for i := range out {
+		out[i] = all[start:ends[i]]
+		start = ends[i]
+	}
+	return out
 }
 
 // onceKey returns the key of the once set of (session id, stream): the
@@ -58,8 +117,17 @@ func (r *Redis) subscribersKey(uri string) string {
 // digest returns the unpadded base64url SHA-256 of s: a fixed-size name
 // for any string, safe in a key (no brace, no colon).
 func digest(s string) string {
+	var b [digestLen]byte
+	return string(appendDigest(b[:0], s))
+}
+
+// digestLen is the length of a digest.
+const digestLen = 43 // base64.RawURLEncoding.EncodedLen(sha256.Size)
+
+// appendDigest appends the digest of s to b.
+func appendDigest(b []byte, s string) []byte {
 	sum := sha256.Sum256([]byte(s))
-	return base64.RawURLEncoding.EncodeToString(sum[:])
+	return base64.RawURLEncoding.AppendEncode(b, sum[:])
 }
 
 // claimsKey returns the key of the rq set of session id.

@@ -63,7 +63,7 @@ func (r *Redis) Get(ctx context.Context, id string) (*Session, error) {
 	keys, _ := r.keys(id)
 	now := nowMilli()
 	cached := r.cache.get(id)
-	reply, err := r.run(ctx, scriptGet, keys, r.ttlMS, r.slidMS, cached.version()).StringSlice()
+	reply, err := r.run(ctx, scriptGet, keys, r.ttlArg, r.slidArg, cached.version()).StringSlice()
 	if errors.Is(err, redis.Nil) {
 		err = ErrNotFound
 		r.cache.drop(id)
@@ -88,26 +88,27 @@ func (r *Redis) sessionFrom(id string, reply []string, cached *cachedRecord) (*S
 			return nil, fmt.Errorf("malformed reply: current version of an uncached record")
 		}
 		r.cache.hits.Add(1)
-		return cached.session()
+		return cached.session(), nil
 	}
 	c, err := decodeCached(reply)
 	if err != nil {
 		return nil, err
 	}
 	r.cache.put(id, c)
-	return c.session()
+	return c.session(), nil
 }
 
-// decodeCached reads the HGETALL reply of a record. The JSON members stay
-// encoded: each session handed out decodes its own copy.
+// decodeCached reads the HGETALL reply of a record. The JSON members are
+// decoded once, here: each session handed out gets its own deep copy.
 func decodeCached(kv []string) (*cachedRecord, error) {
 	if len(kv)%2 != 0 {
 		return nil, fmt.Errorf("malformed record: %d values", len(kv))
 	}
 	var (
-		c   cachedRecord
-		s   = &c.base
-		err error
+		c          cachedRecord
+		s          = &c.base
+		info, caps []byte
+		err        error
 	)
 	for i := 0; i < len(kv) && err == nil; i += 2 {
 		v := kv[i+1]
@@ -117,9 +118,9 @@ func decodeCached(kv []string) (*cachedRecord, error) {
 		case fieldProtocolVersion:
 			s.ProtocolVersion = v
 		case fieldClientInfo:
-			c.info = []byte(v)
+			info = []byte(v)
 		case fieldClientCapabilities:
-			c.caps = []byte(v)
+			caps = []byte(v)
 		case fieldLogLevel:
 			s.LogLevel = protocol.LoggingLevel(v)
 		case fieldInitialized:
@@ -133,14 +134,17 @@ func decodeCached(kv []string) (*cachedRecord, error) {
 		case fieldLastSeen:
 			s.LastSeen, err = parseMilli(v)
 		case fieldVersion:
-			c.ver = v
+			c.ver, c.verArg = v, v
 		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("malformed record: %w", err)
 	}
-	if c.info == nil || c.caps == nil {
+	if info == nil || caps == nil {
 		return nil, fmt.Errorf("malformed record: client info or capabilities missing")
+	}
+	if c.mem, err = decodeMembers(info, caps); err != nil {
+		return nil, err
 	}
 	return &c, nil
 }

@@ -80,7 +80,13 @@ func testGetReturnsCopy(t *testing.T, newStore storeFactory) {
 		t.Fatalf("Get: %v", err)
 	}
 	got1.ClientInfo.Icons[0].Sizes[0] = "changed"
+	got1.ClientInfo.Icons[1].Src = "changed"
 	got1.ClientCapabilities.Extensions["new"] = json.RawMessage(`1`)
+	got1.ClientCapabilities.Extensions["io.example/ext"][1] = 'X'
+	got1.ClientCapabilities.Experimental["x.feature"][2] = 'X'
+	got1.ClientCapabilities.Roots.ListChanged = false
+	got1.ClientCapabilities.Sampling.Tools = nil
+	got1.ClientCapabilities.Elicitation.URL = nil
 	got1.ClientCapabilities.Tasks[1] = 'X'
 	got1.Principal = "mallory"
 

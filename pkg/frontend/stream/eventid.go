@@ -61,9 +61,15 @@ func ParseEventID(s string) (stream string, index uint64, ok bool) {
 // NewStreamID returns a fresh random id with the given kind prefix ('g'
 // for a GET stream; other kinds name other one-off tokens).
 func NewStreamID(kind byte) string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return string(kind) + hex.EncodeToString(b[:])
+	var b [1 + 16]byte
+	return string(AppendStreamID(b[:0], kind))
+}
+
+// AppendStreamID appends a NewStreamID to b.
+func AppendStreamID(b []byte, kind byte) []byte {
+	var r [8]byte
+	_, _ = rand.Read(r[:])
+	return hex.AppendEncode(append(b, kind), r[:])
 }
 
 // PostStreamID names the SSE stream of a POST held by frontend fe (a

@@ -49,3 +49,26 @@ func TestEventIDs(t *testing.T) {
 		t.Error("a GET stream id was refused")
 	}
 }
+
+// TestNewStreamID: the kind, then 16 lowercase hex digits, fresh each
+// time; AppendStreamID appends the same form.
+func TestNewStreamID(t *testing.T) {
+	ok := func(s string, kind byte) bool {
+		if len(s) != 17 || s[0] != kind {
+			return false
+		}
+		for _, c := range []byte(s[1:]) {
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+				return false
+			}
+		}
+		return true
+	}
+	a, b := NewStreamID('g'), NewStreamID('g')
+	if !ok(a, 'g') || !ok(b, 'g') || a == b {
+		t.Errorf("NewStreamID: %q, %q", a, b)
+	}
+	if got := string(AppendStreamID([]byte("fe/"), 'c')); got[:3] != "fe/" || !ok(got[3:], 'c') {
+		t.Errorf("AppendStreamID: %q", got)
+	}
+}
