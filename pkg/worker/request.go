@@ -202,7 +202,7 @@ func (w *Worker) onRequest(m *nats.Msg) {
 	req := mcp.NewRequestParams(&in, msg.Params)
 	// The handler's log lines made with its context carry the request's
 	// attributes (method, id, session, tool).
-	go w.run(logctx.WithRequest(ctx, req), cancelDeadline, f, req, msg)
+	w.pool.submit(handlerJob{ctx: logctx.WithRequest(ctx, req), cancelDeadline: cancelDeadline, f: f, req: req, msg: msg})
 }
 
 // requestMessage returns the request an envelope carries: built from the

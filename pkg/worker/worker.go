@@ -1,7 +1,9 @@
 // Package worker runs a [mcp.Server]'s handlers for requests arriving over
 // the bus. A worker joins the queue group of request subjects, runs each
-// request in its own goroutine with a context that carries the request's
-// deadline and is cancelled by cancellations from any frontend, writes the
+// request's handler on a goroutine of its own while it runs (one kept from
+// an earlier request when one is idle: pool.go) with a context that
+// carries the request's deadline and is cancelled by cancellations from
+// any frontend, writes the
 // request's notifications and server-to-client requests to the stream that
 // waits for it, and finally its response (or nothing, if it was cancelled:
 // exactly one of the two outcomes wins).
@@ -101,6 +103,7 @@ type Worker struct {
 
 	subs []bus.Subscription
 	wg   sync.WaitGroup // requests not yet answered (and notifications being handled)
+	pool *handlerPool   // the goroutines that run the handlers (pool.go)
 
 	mu       sync.Mutex
 	inflight map[string]*inflight // cancel key -> request not yet answered
@@ -176,6 +179,7 @@ func New(nc bus.Conn, srv *mcp.Server, opts *Options) (*Worker, error) {
 	w.ann = ann
 	w.sendCtx, w.stopSends = context.WithCancel(context.Background())
 	w.sess = newSessionSender(w)
+	w.pool = newHandlerPool(w, poolMaxIdle(w.opts.MaxInFlight))
 	return w, nil
 }
 
@@ -294,6 +298,9 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 		case <-time.After(time.Second):
 		}
 	}
+	// No request comes any more: the idle handler goroutines end now, the
+	// ones of handlers still running when theirs return.
+	w.pool.stop()
 	// Tasks run on, within the same bound, and are cancelled past it.
 	if terr := w.tasks.shutdown(ctx); terr != nil && err == nil {
 		err = terr
