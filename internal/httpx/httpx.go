@@ -120,7 +120,7 @@ func IsJSONContentType(r *http.Request) bool {
 // parameters, and mt is valid.
 func mediaTypeIs(v, mt string, noQ0 bool) bool {
 	if isPlainASCII(v) {
-		return asciiEqualFold(strings.TrimSpace(v), mt)
+		return strings.EqualFold(strings.TrimSpace(v), mt)
 	}
 	got, params, err := mime.ParseMediaType(v)
 	if err != nil {
@@ -136,26 +136,6 @@ func mediaTypeIs(v, mt string, noQ0 bool) bool {
 func isPlainASCII(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c >= 0x80 || c == ';' {
-			return false
-		}
-	}
-	return true
-}
-
-// asciiEqualFold is strings.EqualFold for ASCII a and b.
-func asciiEqualFold(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
 			return false
 		}
 	}

@@ -3,7 +3,6 @@ package mcp
 import (
 	"encoding/json"
 
-	"github.com/mcpfleet/mcpfleet/internal/decodecache"
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
 )
 
@@ -89,33 +88,10 @@ func applyMeta(in *RequestInit, m *metaHead) {
 	if len(m.ProtocolVersion) > 0 && json.Unmarshal(m.ProtocolVersion, &v) == nil && string(m.ProtocolVersion) != "null" {
 		in.ProtocolVersion = v
 	}
-	in.ClientInfo = cached(clientInfos, m.ClientInfo)
-	in.ClientCapabilities = cached(clientCaps, m.ClientCapabilities)
+	in.ClientInfo, _ = protocol.SharedClientInfo(m.ClientInfo)
+	in.ClientCapabilities, _ = protocol.SharedClientCapabilities(m.ClientCapabilities)
 	var l protocol.LoggingLevel
 	if len(m.LogLevel) > 0 && string(m.LogLevel) != "null" && json.Unmarshal(m.LogLevel, &l) == nil {
 		in.LogLevel = l
 	}
-}
-
-// clientInfos and clientCaps keep client descriptions decoded by their
-// bytes: a modern client sends the same ones with every request.
-var (
-	clientInfos = decodecache.New[protocol.Implementation]()
-	clientCaps  = decodecache.New[protocol.ClientCapabilities]()
-)
-
-// cached returns raw decoded through c (nil for an absent, null or
-// undecodable value).
-func cached[T any](c *decodecache.Cache[T], raw []byte) *T {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	v, err := c.GetBytes(raw, func(k string) (*T, error) {
-		v := new(T)
-		return v, json.Unmarshal([]byte(k), v)
-	})
-	if err != nil {
-		return nil
-	}
-	return v
 }

@@ -70,14 +70,33 @@ func TestNewRequestParamsLenient(t *testing.T) {
 	}
 }
 
-// TestCachedClientInfo: absent, null and undecodable values are nil.
-func TestCachedClientInfo(t *testing.T) {
-	for _, raw := range []string{"", "null", "5", `"s"`} {
-		if v := cached(clientInfos, []byte(raw)); v != nil {
-			t.Errorf("cached(%q) = %+v, want nil", raw, v)
+// TestClientDescriptionShared: a modern request's client info and
+// capabilities are nil when absent, null or undecodable, and otherwise the
+// values the transport's head decoded from the same bytes (one cache in
+// pkg/protocol serves both, so the all-in-one decodes them once).
+func TestClientDescriptionShared(t *testing.T) {
+	for _, bad := range []struct{ info, caps string }{
+		{"", ""}, {"null", "null"}, {"5", "5"}, {`"s"`, `[]`}, {`{"name":5}`, `{"roots":5}`},
+	} {
+		meta := `"_meta":{}`
+		if bad.info != "" {
+			meta = `"_meta":{"io.modelcontextprotocol/clientInfo":` + bad.info + `,"io.modelcontextprotocol/clientCapabilities":` + bad.caps + `}`
+		}
+		r := NewRequestParams(&RequestInit{Era: protocol.EraModern}, json.RawMessage(`{`+meta+`}`))
+		if r.in.ClientInfo != nil || r.in.ClientCapabilities != nil {
+			t.Errorf("%s: ClientInfo %+v, ClientCapabilities %+v, want nil", meta, r.in.ClientInfo, r.in.ClientCapabilities)
 		}
 	}
-	if v := cached(clientInfos, []byte(`{"name":"n","version":"1"}`)); v == nil || v.Name != "n" {
-		t.Errorf("cached = %+v", v)
+	params := `{"name":"echo",` + modernMeta + `}`
+	var head protocol.ParamsHead
+	if _, headErr, err := protocol.DecodeWithHead([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":`+params+`}`), 0, &head); err != nil || headErr != nil || head.Meta == nil {
+		t.Fatalf("DecodeWithHead: %v, %v", err, headErr)
+	}
+	r := NewRequestParams(&RequestInit{Era: protocol.EraModern}, json.RawMessage(params))
+	if r.in.ClientInfo == nil || r.in.ClientInfo != head.Meta.ClientInfo {
+		t.Errorf("ClientInfo %p is not the transport's %p", r.in.ClientInfo, head.Meta.ClientInfo)
+	}
+	if r.in.ClientCapabilities == nil || r.in.ClientCapabilities != head.Meta.ClientCapabilities {
+		t.Errorf("ClientCapabilities %p is not the transport's %p", r.in.ClientCapabilities, head.Meta.ClientCapabilities)
 	}
 }

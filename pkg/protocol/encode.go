@@ -30,8 +30,7 @@ func AppendErrorResponse(b []byte, id ID, e *Error) []byte {
 	b = append(b, `"error":{"code":`...)
 	b = strconv.AppendInt(b, e.Code, 10)
 	b = append(b, `,"message":`...)
-	msg, _ := json.Marshal(e.Message)
-	b = append(b, msg...)
+	b = appendJSONString(b, e.Message)
 	if len(e.Data) > 0 {
 		b = append(b, `,"data":`...)
 		b = append(b, e.Data...)
@@ -41,23 +40,23 @@ func AppendErrorResponse(b []byte, id ID, e *Error) []byte {
 
 // AppendNotification appends a notification; params may be nil.
 func AppendNotification(b []byte, method string, params []byte) []byte {
-	b = append(b, `{"jsonrpc":"2.0","method":`...)
-	m, _ := json.Marshal(method)
-	b = append(b, m...)
-	if len(params) > 0 {
-		b = append(b, `,"params":`...)
-		b = append(b, params...)
-	}
-	return append(b, '}')
+	b = append(b, `{"jsonrpc":"2.0",`...)
+	return appendMethodParams(b, method, params)
 }
 
 // AppendRequest appends a request; params may be nil.
 func AppendRequest(b []byte, id ID, method string, params []byte) []byte {
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = id.AppendJSON(b)
-	b = append(b, `,"method":`...)
-	m, _ := json.Marshal(method)
-	b = append(b, m...)
+	b = append(b, ',')
+	return appendMethodParams(b, method, params)
+}
+
+// appendMethodParams appends `"method":method,"params":params}` (no
+// params member when params is empty), closing the message.
+func appendMethodParams(b []byte, method string, params []byte) []byte {
+	b = append(b, `"method":`...)
+	b = appendJSONString(b, method)
 	if len(params) > 0 {
 		b = append(b, `,"params":`...)
 		b = append(b, params...)

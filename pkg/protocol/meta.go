@@ -212,6 +212,19 @@ var (
 	metaInfos = decodecache.New[Implementation]()
 )
 
+// SharedClientCapabilities returns the client capabilities encoded as raw
+// (a JSON object), decoded once per distinct encoding and shared by every
+// caller that sends the same bytes: the result must not be modified. ok is
+// false (and the result nil) when raw is not an object or does not decode.
+func SharedClientCapabilities(raw []byte) (*ClientCapabilities, bool) {
+	return cachedObject(metaCaps, raw)
+}
+
+// SharedClientInfo is [SharedClientCapabilities] for client info.
+func SharedClientInfo(raw []byte) (*Implementation, bool) {
+	return cachedObject(metaInfos, raw)
+}
+
 // cachedObject returns the object raw decoded into a new T through c; ok
 // is false when raw is not an object or does not decode.
 func cachedObject[T any](c *decodecache.Cache[T], raw []byte) (v *T, ok bool) {
