@@ -55,6 +55,9 @@ type fastProp struct {
 	name   string
 	schema *fastSchema
 	bit    uint64
+	// declared is whether name is one of "properties" (else it is only
+	// "required", and its value is checked as any other member's).
+	declared bool
 }
 
 const (
@@ -142,7 +145,7 @@ func fastSchemaOf(doc any, root bool) (*fastSchema, bool) {
 				return nil, false
 			}
 			index[name] = len(fs.props)
-			fs.props = append(fs.props, fastProp{name: name, schema: s.orNil()})
+			fs.props = append(fs.props, fastProp{name: name, schema: s.orNil(), declared: true})
 		}
 		for i, r := range required {
 			name, ok := r.(string)
@@ -272,8 +275,10 @@ func (fs *fastSchema) validObject(obj []byte) bool {
 			if i := fs.lookup(key); i >= 0 {
 				p := &fs.props[i]
 				seen |= p.bit
-				ok = p.schema.valid(value)
-				return
+				if p.declared {
+					ok = p.schema.valid(value)
+					return
+				}
 			}
 			if fs.noAdditional {
 				ok = false

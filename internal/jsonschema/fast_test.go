@@ -194,6 +194,10 @@ var fastTests = []struct {
 	{"many ok", fastManySchema, `{"p1":"a","p5":"b","p9":3,"other":null}`, true},
 	{"many missing", fastManySchema, `{"p1":"a","p5":"b"}`, false},
 	{"many wrong", fastManySchema, `{"p1":"a","p8":1,"p9":3}`, false},
+	{"required only, closed", `{"type":"object","required":["a"],"additionalProperties":false}`, `{"a":1}`, false},
+	{"required only, typed others", `{"type":"object","required":["lang"],"additionalProperties":{"type":"string"}}`, `{"lang":5}`, false},
+	{"required only, typed others ok", `{"type":"object","required":["lang"],"additionalProperties":{"type":"string"}}`, `{"lang":"go","x":"y"}`, true},
+	{"required and declared, closed", `{"type":"object","properties":{"a":{}},"required":["a","b"],"additionalProperties":false}`, `{"a":1,"b":2}`, false},
 }
 
 func TestValidateJSONFastPath(t *testing.T) {

@@ -469,8 +469,8 @@ func IsToolErrorResult(resp []byte) bool {
 		return false
 	}
 	var v [1][]byte
-	if ScanMembers(resp, resultMember, v[:]) && v[0] != nil && ScanMembers(v[0], isErrorMember, v[:]) {
-		return string(v[0]) == "true"
+	if ScanMembers(resp, resultMember, v[:]) {
+		return v[0] != nil && isErrorMemberTrue(v[0])
 	}
 	var m struct {
 		Result *struct {
@@ -478,6 +478,25 @@ func IsToolErrorResult(resp []byte) bool {
 		} `json:"result"`
 	}
 	return json.Unmarshal(resp, &m) == nil && m.Result != nil && m.Result.IsError
+}
+
+// IsToolError is [IsToolErrorResult] for an encoded tools/call result
+// (the result object alone, not a response around it).
+func IsToolError(result []byte) bool {
+	return bytes.Contains(result, isErrorTrue) && isErrorMemberTrue(result)
+}
+
+// isErrorMemberTrue reports whether the object result's own isError
+// member is true.
+func isErrorMemberTrue(result []byte) bool {
+	var v [1][]byte
+	if ScanMembers(result, isErrorMember, v[:]) {
+		return string(v[0]) == "true"
+	}
+	var m struct {
+		IsError bool `json:"isError"`
+	}
+	return json.Unmarshal(result, &m) == nil && m.IsError
 }
 
 var resultMember, isErrorMember = []string{"result"}, []string{"isError"}

@@ -133,3 +133,30 @@ func FuzzDecodeParamsHead(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeParamsHeadReused: decoding into a head that already holds
+// shared client capabilities and info drops them, and never decodes into
+// them (the _meta below takes encoding/json's path: its protocol version
+// is escaped).
+func TestDecodeParamsHeadReused(t *testing.T) {
+	var h ParamsHead
+	if err := DecodeParamsHead([]byte(modernClientParams), &h); err != nil || h.Meta == nil || h.Meta.ClientCapabilities == nil {
+		t.Fatalf("head %+v: %v", h, err)
+	}
+	shared, info := h.Meta.ClientCapabilities, h.Meta.ClientInfo
+	other := `{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"sampling":null,"roots":{"listChanged":false}},` +
+		`"io.modelcontextprotocol/clientInfo":{"name":"other","version":"2"},"io.modelcontextprotocol/protocolVersion":"\u0032026-07-28"}}`
+	if err := DecodeParamsHead([]byte(other), &h); err != nil {
+		t.Fatal(err)
+	}
+	if !shared.Roots.ListChanged || shared.Sampling == nil || info.Name != "c" {
+		t.Errorf("the shared values were decoded into: %+v, %+v", shared, info)
+	}
+	if h.Name != nil || h.Meta.ClientInfo.Name != "other" || h.Meta.ClientCapabilities == shared {
+		t.Errorf("the reused head kept old values: %+v, %+v", h, h.Meta)
+	}
+	var again ParamsHead
+	if err := DecodeParamsHead([]byte(modernClientParams), &again); err != nil || again.Meta.ClientCapabilities != shared {
+		t.Errorf("the cache no longer gives the shared capabilities: %v", err)
+	}
+}

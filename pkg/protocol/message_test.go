@@ -535,3 +535,46 @@ func TestCheckSizes(t *testing.T) {
 		}
 	}
 }
+
+// TestIsToolError: a tools/call result (or the response around it) is a
+// tool's error only when its own isError member is true, whatever else
+// holds the bytes "isError":true.
+func TestIsToolError(t *testing.T) {
+	for _, tt := range []struct {
+		result string
+		want   bool
+	}{
+		{`{"content":[],"isError":true}`, true},
+		// Only "isError":true as encoding/json writes it is read (the
+		// workers' results are encoded so).
+		{`{"isError" : true,"content":[]}`, false},
+		{`{"content":[],"isError":false}`, false},
+		{`{"content":[]}`, false},
+		{`{"content":[],"structuredContent":{"isError":true}}`, false},
+		{`{"content":[{"type":"text","text":"\"isError\":true"}]}`, false},
+		{`{"content":[],"structuredContent":{"isError":true},"isError":true}`, true},
+		{`{"\u0069sError":true,"content":[]}`, false},
+		{`{"isError":true,"isError":false}`, false}, // the last one counts, as encoding/json decodes
+		{`{"\u0069sError":false,"isError":true}`, true},
+		{`{"IsError":true}`, false},
+		{`{"isError":"true","x":{"isError":true}}`, false}, // not a boolean
+		{`5`, false},
+		{`null`, false},
+	} {
+		if got := protocol.IsToolError([]byte(tt.result)); got != tt.want {
+			t.Errorf("IsToolError(%s) = %v, want %v", tt.result, got, tt.want)
+		}
+		resp := `{"jsonrpc":"2.0","id":1,"result":` + tt.result + `}`
+		if got := protocol.IsToolErrorResult([]byte(resp)); got != tt.want {
+			t.Errorf("IsToolErrorResult(%s) = %v, want %v", resp, got, tt.want)
+		}
+	}
+	for _, resp := range []string{
+		`{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m","data":{"isError":true}}}`,
+		`{"jsonrpc":"2.0","id":1,"isError":true,"result":{}}`,
+	} {
+		if protocol.IsToolErrorResult([]byte(resp)) {
+			t.Errorf("IsToolErrorResult(%s) = true", resp)
+		}
+	}
+}

@@ -40,8 +40,8 @@ type RequestMeta struct {
 // ParamsHead is the subset of any request's params that transports need
 // before dispatch: the _meta plus the routing names. Decoding params into it
 // skips everything else. The client capabilities and client info of a
-// Meta that [DecodeParamsHead] filled may be shared with other heads
-// decoded from the same bytes: treat them as read-only.
+// Meta that [DecodeParamsHead] or [DecodeWithHead] filled may be shared
+// with other heads decoded from the same bytes: treat them as read-only.
 type ParamsHead struct {
 	Meta *RequestMeta `json:"_meta,omitempty"`
 	// Name is tools/call and prompts/get's name.
@@ -102,11 +102,13 @@ func IsModernMeta(meta *RequestMeta) bool {
 // values DecodeParamsHead reads.
 var paramsHeadMembers = []string{"_meta", "name", "uri", "requestId", "requestState", "taskId"}
 
-// DecodeParamsHead decodes params into h as json.Unmarshal does (and
-// returns its error), without a reflection walk over the params when
-// their members can be read plainly (see ScanMembers); the _meta is then
-// decoded alone.
+// DecodeParamsHead decodes params into a zeroed h as json.Unmarshal does
+// (and returns its error), without a reflection walk over the params
+// when their members can be read plainly (see ScanMembers); the _meta is
+// then decoded alone. What h held before is dropped, never decoded into
+// (it may point to values shared with other heads).
 func DecodeParamsHead(params []byte, h *ParamsHead) error {
+	*h = ParamsHead{}
 	if h.scan(params) {
 		return nil
 	}

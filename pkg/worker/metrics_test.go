@@ -1,6 +1,7 @@
 package worker_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -56,6 +57,18 @@ func TestWorkerOperationMetrics(t *testing.T) {
 	addTool(t, s, "fail", func(context.Context, *mcp.Request, json.RawMessage) (*protocol.CallToolResult, error) {
 		return &protocol.CallToolResult{Content: []protocol.Content{&protocol.TextContent{Text: "no"}}, IsError: true}, nil
 	})
+	// A middleware's own result type is read from its encoding.
+	addTool(t, s, "custom", func(context.Context, *mcp.Request, json.RawMessage) (*protocol.CallToolResult, error) {
+		return mcp.TextResult("not reached"), nil
+	})
+	s.AddMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, req *mcp.Request, params json.RawMessage) (protocol.Result, error) {
+			if req.Method() == protocol.MethodToolsCall && bytes.Contains(params, []byte(`"custom"`)) {
+				return &customToolResult{Content: []protocol.Content{}, IsError: true}, nil
+			}
+			return next(ctx, req, params)
+		}
+	})
 	block := make(chan struct{})
 	addTool(t, s, "wait", func(ctx context.Context, _ *mcp.Request, _ json.RawMessage) (*protocol.CallToolResult, error) {
 		<-block
@@ -101,6 +114,7 @@ func TestWorkerOperationMetrics(t *testing.T) {
 		}
 	}
 	call(10, "fail")
+	call(12, "custom")
 	// An unknown tool reaches a worker on the unnamed subject.
 	if m := send(11, protocol.MethodToolsCall, "", "nope", `{"name":"nope","_meta":`+modernMeta+`}`, 0).response(t); m.Error == nil {
 		t.Fatal("an unknown tool succeeded")
@@ -129,6 +143,7 @@ func TestWorkerOperationMetrics(t *testing.T) {
 	want := map[opKey]uint64{
 		{"tools/call", "quick", "", "", ""}:                3,
 		{"tools/call", "fail", "", "", "tool_error"}:       1,
+		{"tools/call", "custom", "", "", "tool_error"}:     1,
 		{"tools/call", "other", "", "", "-32602"}:          1,
 		{"resources/read", "", "", "test://item/{id}", ""}: 2,
 		{"tools/call", "wait", "", "", "timeout"}:          1,
@@ -146,4 +161,11 @@ func TestWorkerOperationMetrics(t *testing.T) {
 			t.Errorf("in flight %+v: %v, want 0", k, v)
 		}
 	}
+}
+
+// customToolResult is a tools/call result of a middleware's own type.
+type customToolResult struct {
+	protocol.ResultBase
+	Content []protocol.Content `json:"content"`
+	IsError bool               `json:"isError"`
 }

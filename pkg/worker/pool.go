@@ -127,8 +127,9 @@ func (p *handlerPool) unpark() {
 	p.waiting.Done()
 }
 
-// stop ends the idle goroutines and returns once they have exited; the
-// busy ones exit when their job is done. It is idempotent.
+// stop ends the idle goroutines and returns once they have stopped
+// waiting (each returns right after); the busy ones exit when their job
+// is done. It is idempotent.
 func (p *handlerPool) stop() {
 	p.mu.Lock()
 	if p.stopped {

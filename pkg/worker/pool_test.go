@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/mcpfleet/mcpfleet/internal/testutil"
@@ -17,14 +18,7 @@ import (
 
 // poolGoroutines counts the goroutines of every worker's handler pool.
 func poolGoroutines() int {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			return strings.Count(string(buf[:n]), "worker.(*handlerPool).serve(")
-		}
-		buf = make([]byte, 2*len(buf))
-	}
+	return strings.Count(allStacks(), "worker.(*handlerPool).serve(")
 }
 
 // noPoolGoroutines waits for the handler goroutines of earlier tests'
@@ -34,10 +28,50 @@ func noPoolGoroutines(tb testing.TB) {
 	testutil.Poll(tb, "the handler goroutines of earlier tests to end", func() bool { return poolGoroutines() == 0 })
 }
 
-// waitIdle waits until n of w's handler goroutines wait for a request.
+// waitIdle waits until n of w's handler goroutines wait for a request:
+// counted idle, and blocked in their select on the pool's channels (a
+// goroutine is counted just before it gets there, and a request sent in
+// between would start another goroutine).
 func waitIdle(tb testing.TB, w *worker.Worker, n int32) {
 	tb.Helper()
-	testutil.Poll(tb, "idle handler goroutines", func() bool { return worker.PoolIdle(w) == n })
+	testutil.Poll(tb, "idle handler goroutines", func() bool {
+		return worker.PoolIdle(w) == n && poolGoroutinesWaiting() == int(n)
+	})
+}
+
+// poolGoroutinesWaiting counts the goroutines of every worker's handler
+// pool that are blocked in the pool's own select, waiting for a job.
+func poolGoroutinesWaiting() int {
+	n := 0
+	for _, g := range strings.Split(allStacks(), "\n\n") {
+		header, frames, _ := strings.Cut(g, "\n")
+		if !strings.Contains(header, "[select") {
+			continue
+		}
+		for _, line := range strings.Split(frames, "\n") {
+			if strings.HasPrefix(line, "\t") || strings.HasPrefix(line, "runtime.") {
+				continue
+			}
+			// The first frame outside the runtime.
+			if strings.Contains(line, "worker.(*handlerPool).serve(") {
+				n++
+			}
+			break
+		}
+	}
+	return n
+}
+
+// allStacks returns the stacks of all goroutines.
+func allStacks() string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return string(buf[:n])
+		}
+		buf = make([]byte, 2*len(buf))
+	}
 }
 
 // TestPoolReusesGoroutinePastPanics: requests one after another run on
@@ -131,6 +165,9 @@ func TestPoolGoroutinesEndAtShutdown(t *testing.T) {
 	s := newServer()
 	b := newBlocker(t, s, "block")
 	release := make(chan struct{})
+	var releaseOnce sync.Once
+	releaseLate := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(releaseLate) // also when the test fails before it releases
 	addTool(t, s, "late", func(context.Context, *mcp.Request, json.RawMessage) (*protocol.CallToolResult, error) {
 		<-release // ignores its context: outlives Shutdown
 		return mcp.TextResult("late"), nil
@@ -167,12 +204,11 @@ func TestPoolGoroutinesEndAtShutdown(t *testing.T) {
 	if m := late.response(t); m.Error == nil || !strings.Contains(m.Error.Message, "shutting down") {
 		t.Errorf("the request Shutdown cut short: got %+v, want the shutting-down error", m)
 	}
-	if got := poolGoroutines(); got != 1 {
-		t.Errorf("%d handler goroutines after Shutdown returned, want 1 (the late handler's)", got)
-	}
 	if got := worker.PoolIdle(f.w); got != 0 {
 		t.Errorf("%d idle handler goroutines after Shutdown, want 0", got)
 	}
-	close(release)
+	// The idle ones have stopped waiting; they return right after.
+	testutil.Poll(t, "only the late handler's goroutine after Shutdown", func() bool { return poolGoroutines() == 1 })
+	releaseLate()
 	noPoolGoroutines(t)
 }

@@ -198,7 +198,7 @@ func isToolError(res protocol.Result, raw []byte) bool {
 	if r, ok := res.(*protocol.CallToolResult); ok {
 		return r != nil && r.IsError
 	}
-	return protocol.IsToolErrorResult(raw)
+	return protocol.IsToolError(raw)
 }
 
 // recovered logs a panic of a worker goroutine instead of letting it take
