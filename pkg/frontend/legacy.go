@@ -20,6 +20,19 @@ import (
 // storeTimeout bounds one session-store call made for a request.
 const storeTimeout = 5 * time.Second
 
+// sessionCall returns the context of a session-store Get, Begin or End
+// made for a request: parent bounded by storeTimeout, or parent itself
+// when those calls never wait (sessionstore.Immediate: the all-in-one's
+// Memory store), which saves a timer and a context per call.
+func (f *Frontend) sessionCall(parent context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := f.opts.Store.(sessionstore.Immediate); ok {
+		return parent, noCancel
+	}
+	return context.WithTimeout(parent, storeTimeout)
+}
+
+func noCancel() {}
+
 func (f *Frontend) postLegacy(w http.ResponseWriter, r *http.Request, msg *protocol.Message, head *protocol.ParamsHead, body []byte) {
 	if !f.sessionVersionOK(w, r, msg.ID) {
 		return
@@ -135,7 +148,7 @@ func (f *Frontend) loadSessionFor(w http.ResponseWriter, r *http.Request, id pro
 		httpx.WriteError(w, http.StatusNotFound, id, protocol.ErrSessionNotFound())
 		return nil, false
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
+	ctx, cancel := f.sessionCall(r.Context())
 	defer cancel()
 	var (
 		s   *sessionstore.Session
@@ -413,7 +426,7 @@ func (f *Frontend) release(c *claim) {
 	if c == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	ctx, cancel := f.sessionCall(context.Background())
 	defer cancel()
 	if err := f.opts.Store.End(ctx, c.session, c.id, c.token); err != nil {
 		f.log.Warn("frontend: releasing a request id", "err", err)

@@ -57,8 +57,9 @@ type Memory struct {
 }
 
 var (
-	_ Store  = (*Memory)(nil)
-	_ Pinger = (*Memory)(nil)
+	_ Store     = (*Memory)(nil)
+	_ Immediate = (*Memory)(nil)
+	_ Pinger    = (*Memory)(nil)
 )
 
 // memSession is one session's state, guarded by Memory.mu. It is small
@@ -150,6 +151,10 @@ func (s *memSession) session(id string) Session {
 		LastSeen:          time.UnixMilli(s.lastSeen).UTC(),
 	}
 }
+
+// ImmediateSessions implements [Immediate]: Get, Begin and End only take
+// the store's mutex.
+func (m *Memory) ImmediateSessions() {}
 
 // Janitor sweep bounds: half the TTL, within these limits.
 const (

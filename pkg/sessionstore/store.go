@@ -118,6 +118,15 @@ type Store interface {
 	Close(ctx context.Context) error
 }
 
+// Immediate is implemented by a store whose Get, Begin and End return
+// without waiting: no I/O, no other process, no lock held across either
+// ([Memory]). Their callers may leave out a deadline of their own (a
+// timer per call); the context's cancellation is still honoured. Other
+// methods (the waits on a stream's events) are not covered.
+type Immediate interface {
+	ImmediateSessions()
+}
+
 // Sessions are the legacy session records and their resource
 // subscriptions (the contract on [Store] applies).
 type Sessions interface {
