@@ -111,6 +111,9 @@ func (f *Frontend) servePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpx.SetReadDeadline(w, time.Time{})
+	// Read to its end: closed, net/http does not read it again for a
+	// rest (io.CopyN) before the response.
+	_ = r.Body.Close()
 	var head protocol.ParamsHead
 	msg, headErr, err := protocol.DecodeWithHead(body, f.opts.MaxDepth, &head)
 	if err != nil {
