@@ -59,6 +59,7 @@ FUZZ_TARGETS := \
 	./pkg/protocol:FuzzDecodeParamsHead \
 	./pkg/protocol:FuzzDecodeWithHead \
 	./pkg/mcp:FuzzDecodeCallToolParams \
+	./pkg/mcp:FuzzDecodeHead \
 	./pkg/frontend/stream:FuzzParseEventID \
 	./pkg/frontend/stream:FuzzEventIDRoundTrip \
 	./pkg/stdio:FuzzLineReader \

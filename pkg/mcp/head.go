@@ -36,13 +36,54 @@ func needsHead(in *RequestInit, params []byte) bool {
 	return mayHaveMeta(params) || (in.Era == protocol.EraModern && mrtrMethods[in.Method])
 }
 
-// decodeHead decodes params' head; params must not be empty.
+// decodeHead decodes params' head as json.Unmarshal does; params must not
+// be empty.
 func decodeHead(params []byte) (*paramsHead, error) {
+	if h, ok := scanHead(params); ok {
+		return h, nil
+	}
 	h := new(paramsHead)
 	if err := json.Unmarshal(params, h); err != nil {
 		return nil, protocol.ErrBadParams(err)
 	}
 	return h, nil
+}
+
+// headMembers and metaHeadMembers are paramsHead's and metaHead's json
+// names, in the order of the values scanHead reads.
+var (
+	headMembers     = []string{"_meta", "requestState", "inputResponses"}
+	metaHeadMembers = []string{protocol.MetaProgressToken, protocol.MetaTraceparent, protocol.MetaTracestate,
+		protocol.MetaProtocolVersion, protocol.MetaClientCapabilities, protocol.MetaClientInfo, protocol.MetaLogLevel}
+)
+
+// scanHead is decodeHead without a reflection walk, when the members can
+// be read plainly (protocol.ScanMembers) and the trace strings are plain;
+// ok false sends the caller to encoding/json. The raw members alias
+// params (the request keeps params for its life, and nothing writes them).
+func scanHead(params []byte) (h *paramsHead, ok bool) {
+	var v [3][]byte
+	if !protocol.ScanMembers(params, headMembers, v[:]) {
+		return nil, false
+	}
+	h = &paramsHead{RequestState: v[1], InputResponses: v[2]}
+	if v[0] == nil || string(v[0]) == "null" {
+		return h, true
+	}
+	var m [7][]byte
+	if !protocol.ScanMembers(v[0], metaHeadMembers, m[:]) {
+		return nil, false
+	}
+	meta := &metaHead{ProgressToken: m[0], ProtocolVersion: m[3], ClientCapabilities: m[4], ClientInfo: m[5], LogLevel: m[6]}
+	for i, dst := range []*string{&meta.Traceparent, &meta.Tracestate} {
+		if raw := m[1+i]; raw != nil {
+			if *dst, ok = protocol.PlainString(raw); !ok {
+				return nil, false
+			}
+		}
+	}
+	h.Meta = meta
+	return h, true
 }
 
 // NewRequestParams is [NewRequest] for a transport that has the request's
@@ -84,14 +125,25 @@ func (r *Request) headFor(params []byte) *paramsHead {
 
 // applyMeta fills a modern request's description from its _meta.
 func applyMeta(in *RequestInit, m *metaHead) {
-	var v string
-	if len(m.ProtocolVersion) > 0 && json.Unmarshal(m.ProtocolVersion, &v) == nil && string(m.ProtocolVersion) != "null" {
+	if v, ok := metaString(m.ProtocolVersion); ok {
 		in.ProtocolVersion = v
 	}
 	in.ClientInfo, _ = protocol.SharedClientInfo(m.ClientInfo)
 	in.ClientCapabilities, _ = protocol.SharedClientCapabilities(m.ClientCapabilities)
-	var l protocol.LoggingLevel
-	if len(m.LogLevel) > 0 && string(m.LogLevel) != "null" && json.Unmarshal(m.LogLevel, &l) == nil {
-		in.LogLevel = l
+	if v, ok := metaString(m.LogLevel); ok {
+		in.LogLevel = protocol.LoggingLevel(v)
 	}
+}
+
+// metaString returns the string raw holds; ok is false when raw is
+// absent, null or not a string.
+func metaString(raw json.RawMessage) (string, bool) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", false
+	}
+	if s, ok := protocol.PlainString(raw); ok {
+		return s, true
+	}
+	var s string
+	return s, json.Unmarshal(raw, &s) == nil
 }

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/mcpfleet/mcpfleet/pkg/protocol"
@@ -98,5 +99,68 @@ func TestClientDescriptionShared(t *testing.T) {
 	}
 	if r.in.ClientCapabilities == nil || r.in.ClientCapabilities != head.Meta.ClientCapabilities {
 		t.Errorf("ClientCapabilities %p is not the transport's %p", r.in.ClientCapabilities, head.Meta.ClientCapabilities)
+	}
+}
+
+var headSeeds = []string{
+	`{"name":"echo",` + modernMeta + `}`,
+	`{"name":"echo","_meta":{"progressToken":"t","traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01","tracestate":"k=v"}}`,
+	`{"_meta":null}`, `{"_meta":5}`, `{"_meta":[]}`, `{"_meta":{"traceparent":5}}`, `{"_meta":{"traceparent":null}}`,
+	`{"_meta":{"traceparent":"a\u0062"}}`, `{"_meta":{"progressToken":null,"io.modelcontextprotocol/logLevel":null}}`,
+	`{"_meta":{"Traceparent":"x"}}`, `{"_meta":{"traceparent":"x","traceparent":"y"}}`, `{"_meta":{"tr\u0061ceparent":"x"}}`,
+	`{"requestState":"s","inputResponses":{"a":{}}}`, `{"requestState":null,"inputResponses":null}`,
+	`{"RequestState":"s"}`, `{"_meta":{},"_meta":{"progressToken":1}}`, "{\"_meta\":{\"traceparent\":\"\xff\"}}",
+	`{}`, `[]`, `null`, `5`, `{"a":[{"_meta":1}]}`,
+}
+
+// checkHead: decodeHead gives what json.Unmarshal gives.
+func checkHead(t *testing.T, params []byte) {
+	t.Helper()
+	got, gerr := decodeHead(params)
+	want := new(paramsHead)
+	werr := json.Unmarshal(params, want)
+	if (gerr == nil) != (werr == nil) {
+		t.Fatalf("%q: error %v, encoding/json %v", params, gerr, werr)
+	}
+	if gerr == nil && !reflect.DeepEqual(got, want) {
+		t.Fatalf("%q:\n got %+v (meta %+v)\nwant %+v (meta %+v)", params, got, got.Meta, want, want.Meta)
+	}
+}
+
+// TestDecodeHead: the head is read without encoding/json in the common
+// case, and as encoding/json reads it in every case.
+func TestDecodeHead(t *testing.T) {
+	for _, s := range headSeeds {
+		checkHead(t, []byte(s))
+	}
+	if _, ok := scanHead([]byte(headSeeds[0])); !ok {
+		t.Error("a modern request's head took encoding/json's path")
+	}
+}
+
+func FuzzDecodeHead(f *testing.F) {
+	for _, s := range headSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) == 0 || !json.Valid(b) {
+			return // transports pass valid JSON, and never empty params
+		}
+		checkHead(t, b)
+	})
+}
+
+// TestApplyMetaStrings: the version and log level are read as
+// encoding/json reads strings, escapes included; other values are ignored.
+func TestApplyMetaStrings(t *testing.T) {
+	for _, tt := range []struct{ raw, want string }{
+		{`"2026-07-28"`, "2026-07-28"}, {`"\u0032026-07-28"`, "2026-07-28"}, {`null`, "keep"}, {`5`, "keep"}, {``, "keep"},
+	} {
+		m := &metaHead{ProtocolVersion: json.RawMessage(tt.raw), LogLevel: json.RawMessage(tt.raw)}
+		in := RequestInit{ProtocolVersion: "keep", LogLevel: "keep"}
+		applyMeta(&in, m)
+		if in.ProtocolVersion != tt.want || string(in.LogLevel) != tt.want {
+			t.Errorf("%s: version %q, level %q, want %q", tt.raw, in.ProtocolVersion, in.LogLevel, tt.want)
+		}
 	}
 }

@@ -68,7 +68,7 @@ func (s *Server) startMRTR(req *Request, params json.RawMessage, head *paramsHea
 	if err := p.decode(head); err != nil {
 		return protocol.ErrBadParams(err)
 	}
-	m := &mrtr{answers: map[string]json.RawMessage{}, pending: map[string]*protocol.InputRequest{}, counts: map[string]int{}}
+	m := &mrtr{} // its maps are made when first written: most requests ask nothing
 	var asked []string
 	if p.RequestState != nil {
 		digest, err := paramsDigest(params)
@@ -79,7 +79,7 @@ func (s *Server) startMRTR(req *Request, params json.RawMessage, head *paramsHea
 		if err != nil {
 			return protocol.ErrBadParams(err)
 		}
-		maps.Copy(m.answers, st.Answers)
+		m.answers = maps.Clone(st.Answers)
 		m.app = st.App
 		m.stateID = st.ID
 		asked = st.Asked
@@ -89,11 +89,14 @@ func (s *Server) startMRTR(req *Request, params json.RawMessage, head *paramsHea
 	// ignored. Without a state (a first round, or a server that sent
 	// none) the responses are taken as they come.
 	if p.RequestState == nil {
-		maps.Copy(m.answers, p.InputResponses)
+		m.answers = maps.Clone(p.InputResponses)
 	}
 	for _, k := range asked {
 		if a, ok := p.InputResponses[k]; ok {
 			if _, sealed := m.answers[k]; !sealed {
+				if m.answers == nil {
+					m.answers = map[string]json.RawMessage{}
+				}
 				m.answers[k] = a
 			}
 		}
@@ -101,6 +104,15 @@ func (s *Server) startMRTR(req *Request, params json.RawMessage, head *paramsHea
 	m.retry = p.RequestState != nil || p.InputResponses != nil
 	req.mrtr = m
 	return nil
+}
+
+// answersOrEmpty is answers, or an empty map for none: a sealed state
+// holds an object (as it did when the map was always made).
+func answersOrEmpty(answers map[string]json.RawMessage) map[string]json.RawMessage {
+	if answers == nil {
+		return map[string]json.RawMessage{}
+	}
+	return answers
 }
 
 // finishMRTR turns a round that asked for input into an
@@ -126,7 +138,7 @@ func (s *Server) finishMRTR(req *Request, params json.RawMessage, herr error) (p
 	st := sealedState{
 		ID:     randomID(),
 		Method: req.in.Method, Digest: digest, Principal: req.in.Principal,
-		Expires: time.Now().Add(s.opts.StateTTL).UnixMilli(), Answers: m.answers, App: app,
+		Expires: time.Now().Add(s.opts.StateTTL).UnixMilli(), Answers: answersOrEmpty(m.answers), App: app,
 		Asked: slices.Sorted(maps.Keys(m.pending)),
 	}
 	plain, err := json.Marshal(&st)
@@ -214,6 +226,9 @@ func (r *Request) Inputs(ctx context.Context, reqs map[string]*protocol.InputReq
 			out[k] = a
 			continue
 		}
+		if r.mrtr.pending == nil {
+			r.mrtr.pending = map[string]*protocol.InputRequest{}
+		}
 		r.mrtr.pending[k] = reqs[k]
 		missing = true
 	}
@@ -230,6 +245,9 @@ func (r *Request) autoKey(kind string) string {
 	defer r.mrtrMu.Unlock()
 	if r.mrtr == nil {
 		return kind
+	}
+	if r.mrtr.counts == nil {
+		r.mrtr.counts = map[string]int{}
 	}
 	r.mrtr.counts[kind]++
 	return kind + "-" + strconv.Itoa(r.mrtr.counts[kind])

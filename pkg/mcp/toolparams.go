@@ -39,8 +39,12 @@ func fastCallToolParams(params []byte, p *protocol.CallToolParams) bool {
 	if v[1] != nil {
 		p.Arguments = append(json.RawMessage(nil), v[1]...) // a copy, as encoding/json's: handlers may keep it
 	}
-	if v[2] != nil && json.Unmarshal(v[2], &p.Meta) != nil {
-		return false
+	if v[2] != nil {
+		m, err := protocol.DecodeRequestMeta(v[2])
+		if err != nil {
+			return false
+		}
+		p.Meta = m
 	}
 	return true
 }

@@ -14,6 +14,9 @@ var toolParamSeeds = []string{
 	`{"Name":"echo"}`, `{"NAME":"a","name":"b"}`, `{"name":"a","name":"b"}`, `{"na\u006de":"x"}`,
 	`{"name":"echo","task":{"ttl":1}}`, `{"name":"echo","requestState":"s","inputResponses":{"a":1}}`,
 	`{"name":"echo","_meta":{"progressToken":1,"io.modelcontextprotocol/clientCapabilities":{"roots":{}}}}`,
+	`{"name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}`,
+	`{"name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"\u0032026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":null}}}`,
+	`{"name":"echo","_meta":null}`, `{"name":"echo","_meta":{"traceparent":null,"progressToken":null}}`,
 	`{"name":"echo","_meta":5}`, `{"name":"echo","_meta":{"io.modelcontextprotocol/logLevel":7}}`,
 	`{"name":"日本","extra":[1,{"name":2}]}`, "{\"name\":\"\xff\"}", "{\"ta\u017fk\":1,\"name\":\"x\"}",
 	`{"name":"x",}`, `[1]`, `null`, ``, `{"name":"x"} `, ` {"name":"x"}x`,
@@ -46,6 +49,15 @@ func TestDecodeCallToolParams(t *testing.T) {
 	var p protocol.CallToolParams
 	if !fastCallToolParams([]byte(`{"name":"echo","arguments":{"text":"hi"},"_meta":{"progressToken":"t"}}`), &p) {
 		t.Error("the common case took the slow path")
+	}
+	// A modern client's _meta is read without encoding/json: its
+	// capabilities are the ones every request with those bytes shares.
+	caps := `{"roots":{"listChanged":true}}`
+	if err := decodeCallToolParams([]byte(`{"name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":`+caps+`}}`), &p); err != nil {
+		t.Fatal(err)
+	}
+	if shared, _ := protocol.SharedClientCapabilities([]byte(caps)); p.Meta == nil || p.Meta.ClientCapabilities != shared {
+		t.Errorf("a modern _meta was decoded by encoding/json: %+v", p.Meta)
 	}
 	params := []byte(`{"name":"echo","arguments":{"a":1}}`)
 	if err := decodeCallToolParams(params, &p); err != nil {

@@ -149,6 +149,20 @@ func (h *ParamsHead) fill(v *[6][]byte) bool {
 	return json.Unmarshal(v[0], &h.Meta) == nil
 }
 
+// DecodeRequestMeta decodes raw, a request's _meta, as json.Unmarshal into
+// a *RequestMeta does (and returns its error; null gives nil), without a
+// reflection walk when its members can be read plainly: then its client
+// capabilities and client info are shared with every request that sent
+// the same bytes, and must not be modified.
+func DecodeRequestMeta(raw []byte) (*RequestMeta, error) {
+	if m, ok := scanMeta(raw); ok {
+		return m, nil
+	}
+	var m *RequestMeta
+	err := json.Unmarshal(raw, &m)
+	return m, err
+}
+
 // requestMetaMembers are RequestMeta's json names, in the order of the
 // values scanMeta reads.
 var requestMetaMembers = []string{MetaProgressToken, MetaProtocolVersion, MetaClientCapabilities,
