@@ -191,12 +191,14 @@ func (s *Server) dispatch(ctx context.Context, req *Request, params json.RawMess
 // serve is the innermost MethodHandler of registry r: the method's own
 // handling.
 func (s *Server) serve(ctx context.Context, req *Request, r *registry, params json.RawMessage) (protocol.Result, error) {
-	caps := s.Catalog().Capabilities(req.in.Era, req.in.Features)
 	switch req.in.Method {
 	case protocol.MethodPing:
 		return &protocol.EmptyResult{}, nil
-	case protocol.MethodToolsCall:
+	case protocol.MethodToolsCall: // tools are always a capability
 		return s.callTool(ctx, req, r, params)
+	}
+	caps := s.Catalog().Capabilities(req.in.Era, req.in.Features)
+	switch req.in.Method {
 	case protocol.MethodPromptsGet:
 		if caps.Prompts == nil {
 			return nil, protocol.ErrUnknownMethod(req.in.Method)

@@ -92,6 +92,36 @@ func appendContent(dst []byte, c Content) ([]byte, error) {
 	return appendJSON(dst, c)
 }
 
+// appendMeta appends m as json.Marshal encodes it. A _meta holding only
+// the server's description, as every 2026-07-28 result does, is written
+// without a reflection walk.
+func appendMeta(dst []byte, m Meta) ([]byte, error) {
+	if len(m) == 1 {
+		if info, ok := m[MetaServerInfo].(*Implementation); ok && info != nil && len(info.Icons) == 0 {
+			dst = append(dst, `{"`+MetaServerInfo+`":`...)
+			return append(appendImplementation(dst, info), '}'), nil
+		}
+	}
+	return appendJSON(dst, m)
+}
+
+// appendImplementation appends info, which has no icons, as json.Marshal
+// encodes it.
+func appendImplementation(dst []byte, info *Implementation) []byte {
+	dst = append(dst, `{"name":`...)
+	dst = appendJSONString(dst, info.Name)
+	dst = append(dst, `,"version":`...)
+	dst = appendJSONString(dst, info.Version)
+	for _, f := range [...]struct{ key, v string }{
+		{`,"title":`, info.Title}, {`,"description":`, info.Description}, {`,"websiteUrl":`, info.WebsiteURL},
+	} {
+		if f.v != "" {
+			dst = appendJSONString(append(dst, f.key...), f.v)
+		}
+	}
+	return append(dst, '}')
+}
+
 // appendCallToolResult appends r as the fields of CallToolResult encode
 // (ResultBase's first), with content [] when nil.
 func appendCallToolResult(dst []byte, r *CallToolResult) ([]byte, error) {
@@ -99,7 +129,7 @@ func appendCallToolResult(dst []byte, r *CallToolResult) ([]byte, error) {
 	dst = append(dst, '{')
 	if len(r.Meta) > 0 {
 		dst = append(dst, `"_meta":`...)
-		if dst, err = appendJSON(dst, r.Meta); err != nil {
+		if dst, err = appendMeta(dst, r.Meta); err != nil {
 			return nil, err
 		}
 		dst = append(dst, ',')

@@ -55,6 +55,15 @@ func TestFastResults(t *testing.T) {
 				&TextContent{Text: "m", Meta: Meta{"k": "v"}}, &ImageContent{Data: "AAAA", MimeType: "image/png"}, nil, typedNil},
 			StructuredContent: map[string]any{"isError": true, "v": []int{1, 2}}, IsError: true},
 		{StructuredContent: (*struct{ A int })(nil)},
+		{ResultBase: ResultBase{Meta: Meta{MetaServerInfo: &Implementation{Name: "mcpfleet", Version: "1.0.0"}}}},
+		{ResultBase: ResultBase{Meta: Meta{MetaServerInfo: &Implementation{Name: "<n>", Version: "\u2028", Title: "t", Description: "d\n", WebsiteURL: "https://x/?a&b"}}}},
+		{ResultBase: ResultBase{Meta: Meta{MetaServerInfo: &Implementation{Name: "i", Icons: []Icon{{Src: "s"}}}}}},
+		{ResultBase: ResultBase{Meta: Meta{MetaServerInfo: (*Implementation)(nil)}}},
+		{ResultBase: ResultBase{Meta: Meta{MetaServerInfo: Implementation{Name: "by value"}}}},
+		{ResultBase: ResultBase{Meta: Meta{MetaServerInfo: &Implementation{Name: "n"}, "other": 1}}},
+	}
+	for _, s := range jsonStrings {
+		results = append(results, &CallToolResult{ResultBase: ResultBase{Meta: Meta{MetaServerInfo: &Implementation{Name: s, Version: s, Title: s, Description: s, WebsiteURL: s}}}})
 	}
 	for _, s := range jsonStrings {
 		results = append(results, &CallToolResult{Content: []Content{&TextContent{Text: s}}, ResultBase: ResultBase{ResultType: s}})
