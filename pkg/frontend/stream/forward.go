@@ -68,6 +68,7 @@ type exchange struct {
 	st        *inbox
 	deadline  time.Time
 	cancelKey string
+	loop      Loop[struct{}] // serve's, kept here to save an allocation
 
 	// client writes SSE events to the attached client; nil before SSE
 	// starts and once detached. sseID is the SSE stream id ("" until a
@@ -235,13 +236,14 @@ func (ex *exchange) cancelWorker() {
 func (ex *exchange) serve(w http.ResponseWriter, r *http.Request) step {
 	opts := &ex.s.opts
 	result := stepDone
-	l := &Loop[struct{}]{
+	ex.loop = Loop[struct{}]{
 		Events:   ex.st.signal,
 		Deadline: ex.deadline,
 		Liveness: opts.WorkerTimeout,
 		Gone:     r.Context().Done(),
 		Ended:    ex.s.busLost(),
 	}
+	l := &ex.loop
 	l.OnEnded = func() { result = ex.lostBus(w) }
 	l.OnEvent = func(struct{}) bool {
 		s := ex.onFrames(w, l)
@@ -269,6 +271,7 @@ func (ex *exchange) serve(w http.ResponseWriter, r *http.Request) step {
 		httpx.SetOutcome(w, "timeout")
 	}
 	l.Run()
+	ex.loop = Loop[struct{}]{} // a detached exchange does not keep w
 	return result
 }
 

@@ -52,7 +52,11 @@ type Loop[T any] struct {
 	Writer   <-chan struct{}
 	OnWriter func()
 
-	live     *time.Timer
+	// wake fires at the deadline or when liveness runs out (liveAt, while
+	// liveOn), the earlier: one timer for both. Alive only moves liveAt;
+	// a wake before it is set again.
+	wake     *time.Timer
+	liveAt   time.Time
 	liveOn   bool
 	probeOff bool
 }
@@ -70,25 +74,23 @@ func (l *Loop[T]) Run() {
 		probeTicker = time.NewTicker(l.Probe)
 		defer probeTicker.Stop()
 	}
-	var deadline <-chan time.Time
-	if !l.Deadline.IsZero() {
-		t := time.NewTimer(time.Until(l.Deadline))
-		defer t.Stop()
-		deadline = t.C
-	}
-	if l.Liveness > 0 {
-		l.live = time.NewTimer(l.Liveness)
-		defer l.live.Stop()
-		l.liveOn = !l.LivenessLater
+	var wake <-chan time.Time
+	if !l.Deadline.IsZero() || l.Liveness > 0 {
+		if l.Liveness > 0 && !l.LivenessLater {
+			l.liveOn, l.liveAt = true, time.Now().Add(l.Liveness)
+		}
+		d, ok := l.untilWake()
+		l.wake = time.NewTimer(d)
+		if !ok {
+			l.wake.Stop() // until ArmLiveness
+		}
+		defer l.wake.Stop()
+		wake = l.wake.C
 	}
 	for {
 		var probe <-chan time.Time
 		if probeTicker != nil && !l.probeOff {
 			probe = probeTicker.C
-		}
-		var lost <-chan time.Time
-		if l.liveOn {
-			lost = l.live.C
 		}
 		select {
 		case ev, ok := <-l.Events:
@@ -103,12 +105,19 @@ func (l *Loop[T]) Run() {
 			if !l.OnProbe() {
 				return
 			}
-		case <-deadline:
-			run(l.OnDeadline)
-			return
-		case <-lost:
-			run(l.OnLost)
-			return
+		case <-wake:
+			now := time.Now()
+			if !l.Deadline.IsZero() && !now.Before(l.Deadline) {
+				run(l.OnDeadline)
+				return
+			}
+			if l.liveOn && !now.Before(l.liveAt) {
+				run(l.OnLost)
+				return
+			}
+			if d, ok := l.untilWake(); ok { // Alive moved liveAt on
+				l.wake.Reset(d)
+			}
 		case <-l.Ended:
 			run(l.OnEnded)
 			return
@@ -131,19 +140,34 @@ func run(f func()) {
 	}
 }
 
-// Alive restarts the liveness timer (from a handler).
+// untilWake returns how long until the deadline or, while liveness is
+// on, until it runs out, the earlier; ok is false for neither.
+func (l *Loop[T]) untilWake() (d time.Duration, ok bool) {
+	at := l.Deadline
+	if l.liveOn && (at.IsZero() || l.liveAt.Before(at)) {
+		at = l.liveAt
+	}
+	if at.IsZero() {
+		return 0, false
+	}
+	return time.Until(at), true
+}
+
+// Alive restarts the liveness period (from a handler).
 func (l *Loop[T]) Alive() {
-	if l.live != nil {
-		l.live.Reset(l.Liveness)
+	if l.wake != nil && l.Liveness > 0 {
+		l.liveAt = time.Now().Add(l.Liveness)
 	}
 }
 
-// ArmLiveness restarts the liveness timer and lets it end the loop (from a
-// handler, with LivenessLater).
+// ArmLiveness restarts the liveness period and lets it end the loop (from
+// a handler, with LivenessLater).
 func (l *Loop[T]) ArmLiveness() {
-	if l.live != nil {
-		l.live.Reset(l.Liveness)
-		l.liveOn = true
+	if l.wake != nil && l.Liveness > 0 {
+		l.liveOn, l.liveAt = true, time.Now().Add(l.Liveness)
+		if d, ok := l.untilWake(); ok {
+			l.wake.Reset(d)
+		}
 	}
 }
 
