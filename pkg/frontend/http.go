@@ -93,7 +93,7 @@ func (f *Frontend) servePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpx.SetReadDeadline(w, time.Now().Add(f.opts.BodyTimeout))
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.opts.MaxBodyBytes))
+	body, err := readBody(w, r, f.opts.MaxBodyBytes)
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			// The deadline stays: net/http does not then wait for the
@@ -175,4 +175,18 @@ func (f *Frontend) eraOf(r *http.Request, msg *protocol.Message, head *protocol.
 		return protocol.EraLegacy
 	}
 	return protocol.EraModern
+}
+
+// readBody reads a POST body of at most max bytes (a larger one is an
+// *http.MaxBytesError). A body of a known length, within max (the caller
+// checked), is read into a buffer of that size at once.
+func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
+	if n := r.ContentLength; n > 0 && n <= max {
+		body := make([]byte, n)
+		if _, err := io.ReadFull(r.Body, body); err != nil {
+			return nil, err
+		}
+		return body, nil
+	}
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, max))
 }

@@ -47,6 +47,9 @@ func (w *Worker) call(ctx context.Context, f *inflight, method string, params an
 		f.mu.Unlock()
 		return nil, context.Cause(ctx)
 	}
+	if f.pending == nil {
+		f.pending = map[string]struct{}{} // made at the first call: most requests make none
+	}
 	f.pending[key] = struct{}{}
 	frame := bus.AppendFrame(nil, bus.FrameServerRequest, protocol.AppendRequest(nil, id, method, raw))
 	var logged <-chan bool // a session-level request: whether a session log took it

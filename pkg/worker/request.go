@@ -158,7 +158,7 @@ func (w *Worker) onRequest(m *nats.Msg) {
 	}
 	ctx, cancelDeadline := context.WithDeadline(w.traceContext(m, hdr), deadline)
 	ctx, cancel := context.WithCancelCause(ctx)
-	f := &inflight{w: w, key: key, reply: m.Reply, ctx: ctx, cancel: cancel, pending: map[string]struct{}{}, acked: w.newAckedSender(hdr, m.Reply, deadline), target: hdr.Target}
+	f := &inflight{w: w, key: key, reply: m.Reply, ctx: ctx, cancel: cancel, acked: w.newAckedSender(hdr, m.Reply, deadline), target: hdr.Target}
 	if hdr.Session != nil {
 		f.session = hdr.Session.ID
 	}
