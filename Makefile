@@ -60,6 +60,7 @@ FUZZ_TARGETS := \
 	./pkg/protocol:FuzzDecodeWithHead \
 	./pkg/mcp:FuzzDecodeCallToolParams \
 	./pkg/mcp:FuzzDecodeHead \
+	./pkg/mcp:FuzzFlatArgs \
 	./pkg/frontend/stream:FuzzParseEventID \
 	./pkg/frontend/stream:FuzzEventIDRoundTrip \
 	./pkg/stdio:FuzzLineReader \

@@ -125,10 +125,15 @@ func AddTool[In, Out any](s *Server, t *protocol.Tool, h TypedToolHandler[In, Ou
 		}
 		def.OutputSchema = schema
 	}
+	flat := newFlatArgs(reflect.TypeFor[In]())
 	raw := func(ctx context.Context, req *Request, args json.RawMessage) (*protocol.CallToolResult, error) {
 		var in In
-		if err := json.Unmarshal(args, &in); err != nil {
-			return ToolError(fmt.Sprintf("invalid arguments for tool %q: %v", def.Name, err)), nil
+		if flat == nil || !flat.decode(args, reflect.ValueOf(&in).Elem()) {
+			var zero In
+			in = zero
+			if err := json.Unmarshal(args, &in); err != nil {
+				return ToolError(fmt.Sprintf("invalid arguments for tool %q: %v", def.Name, err)), nil
+			}
 		}
 		res, out, err := h(ctx, req, in)
 		if err != nil {

@@ -528,3 +528,37 @@ func TestAddToolDefaultsAndReplaces(t *testing.T) {
 	s.RemoveTools("t", "never-existed")
 	mustError(t, s, legacyReq(protocol.MethodToolsCall), `{"name":"t"}`, protocol.CodeInvalidParams)
 }
+
+// TestAddToolFlatArguments: a flat input struct's arguments reach the
+// handler as encoding/json decodes them, also when the fast decode sets
+// some fields and then hands over to encoding/json.
+func TestAddToolFlatArguments(t *testing.T) {
+	type in struct {
+		Name  string  `json:"name"`
+		Count int     `json:"count,omitempty"`
+		Ratio float64 `json:"ratio,omitempty"`
+		Loud  bool    `json:"loud,omitempty"`
+	}
+	s := newServer(t, nil)
+	if err := mcp.AddTool(s, &protocol.Tool{Name: "flat"}, func(_ context.Context, _ *mcp.Request, v in) (*protocol.CallToolResult, any, error) {
+		return mcp.TextResult(fmt.Sprintf("%q %d %g %v", v.Name, v.Count, v.Ratio, v.Loud)), nil, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for args, want := range map[string]string{
+		`{"name":"a","count":3,"ratio":0.5,"loud":true}`: `"a" 3 0.5 true`,
+		`{"name":"a","count":3,"loud":"\u0074rue"}`:      "error",           // declined after name and count: encoding/json reports it
+		`{"count":3,"name":"\u00e9t\u00e9"}`:             `"été" 3 0 false`, // declined at the escaped name, decoded anew
+		`{"name":"a","NAME":"b"}`:                        `"b" 0 0 false`,   // encoding/json's case folding
+		`{"name":"a","count":1.5}`:                       "error",
+	} {
+		res := callTool(t, s, "flat", args)
+		got := "error"
+		if !res.IsError {
+			got = res.Content[0].Text
+		}
+		if got != want {
+			t.Errorf("%s: got %s, want %s (%+v)", args, got, want, res)
+		}
+	}
+}
