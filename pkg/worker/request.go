@@ -142,8 +142,10 @@ func (w *Worker) onRequest(m *nats.Msg) {
 			in.ParamHeaders = map[string]string{}
 		}
 	}
-	key := bus.CancelKeyStream(hdr.Frontend, hdr.Stream)
-	if s := hdr.Session; s != nil {
+	var key string
+	if s := hdr.Session; s == nil {
+		key = bus.CancelKeyStream(hdr.Frontend, hdr.Stream)
+	} else {
 		key = bus.CancelKeyLegacy(s.ID, msg.ID)
 		in.SessionID = s.ID
 		in.ProtocolVersion = s.ProtocolVersion
