@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/httpx"
@@ -179,14 +180,32 @@ func (f *Frontend) eraOf(r *http.Request, msg *protocol.Message, head *protocol.
 
 // readBody reads a POST body of at most max bytes (a larger one is an
 // *http.MaxBytesError). A body of a known length, within max (the caller
-// checked), is read into a buffer of that size at once.
+// checked), is read into a buffer of that size when small, and grown as
+// its bytes arrive otherwise: a Content-Length alone pins no memory.
 func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
-	if n := r.ContentLength; n > 0 && n <= max {
-		body := make([]byte, n)
-		if _, err := io.ReadFull(r.Body, body); err != nil {
+	n := r.ContentLength
+	if n <= 0 || n > max {
+		return io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	}
+	body := make([]byte, 0, min(n, bodyUpFront))
+	for int64(len(body)) < n {
+		if len(body) == cap(body) {
+			body = slices.Grow(body, int(min(n-int64(len(body)), int64(len(body)))))
+		}
+		m, err := r.Body.Read(body[len(body):min(int64(cap(body)), n)])
+		body = body[:len(body)+m]
+		if err == io.EOF && int64(len(body)) < n {
+			return nil, io.ErrUnexpectedEOF
+		}
+		if err != nil && err != io.EOF {
 			return nil, err
 		}
-		return body, nil
+		if err == io.EOF {
+			break
+		}
 	}
-	return io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	return body, nil
 }
+
+// bodyUpFront is the most readBody allocates before a body's bytes come.
+const bodyUpFront = 64 << 10

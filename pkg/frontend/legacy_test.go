@@ -5,7 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/pkg/bus"
 	"github.com/mcpfleet/mcpfleet/pkg/sessionstore"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // waitingStore is a store whose session calls may wait (as Redis's do).
@@ -23,7 +25,14 @@ func TestSessionCallDeadline(t *testing.T) {
 	parent, cancelParent := context.WithCancel(context.Background())
 	defer cancelParent()
 
-	f := &Frontend{opts: Options{Store: mem}}
+	// Built by New, as the all-in-one builds it: the store is timed for
+	// the metrics, and stays immediate.
+	nc := bus.NewLocal(nil)
+	t.Cleanup(func() { nc.Close() })
+	f, err := New(nc, Options{Store: mem, Metrics: NewMetrics(prometheus.NewRegistry(), mem)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := f.sessionCall(parent)
 	if ctx != parent {
 		t.Errorf("Memory: the call got a context of its own, want the request's")

@@ -28,6 +28,7 @@ type flatField struct {
 var (
 	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
 	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+	jsonNumber      = reflect.TypeFor[json.Number]()
 )
 
 // newFlatArgs returns the decoder of struct type t, or nil when t is not
@@ -72,8 +73,8 @@ func newFlatArgs(t reflect.Type) *flatArgs {
 		default:
 			return nil
 		}
-		if hasUnmarshaler(f.Type) {
-			return nil
+		if hasUnmarshaler(f.Type) || f.Type == jsonNumber {
+			return nil // json.Number: encoding/json checks its strings are numbers
 		}
 		d.names = append(d.names, name)
 		d.fields = append(d.fields, flatField{index: i, kind: f.Type.Kind()})

@@ -85,6 +85,7 @@ func TestFlatArgs(t *testing.T) {
 		}](),
 		"not a struct":    reflect.TypeFor[map[string]any](),
 		"own unmarshaler": reflect.TypeFor[selfDecoding](),
+		"json.Number":     reflect.TypeFor[struct{ N json.Number }](),
 	} {
 		if newFlatArgs(typ) != nil {
 			t.Errorf("%s (%v): got a flat decoder", name, typ)

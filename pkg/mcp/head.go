@@ -57,6 +57,11 @@ var (
 		protocol.MetaProtocolVersion, protocol.MetaClientCapabilities, protocol.MetaClientInfo, protocol.MetaLogLevel}
 )
 
+// capped returns raw with no room past its end, so that appending to it
+// (Request.ProgressToken is handed out) copies instead of writing into
+// the params it aliases.
+func capped(raw []byte) json.RawMessage { return raw[:len(raw):len(raw)] }
+
 // scanHead is decodeHead without a reflection walk, when the members can
 // be read plainly (protocol.ScanMembers) and the trace strings are plain;
 // ok false sends the caller to encoding/json. The raw members alias
@@ -66,7 +71,7 @@ func scanHead(params []byte) (h *paramsHead, ok bool) {
 	if !protocol.ScanMembers(params, headMembers, v[:]) {
 		return nil, false
 	}
-	h = &paramsHead{RequestState: v[1], InputResponses: v[2]}
+	h = &paramsHead{RequestState: capped(v[1]), InputResponses: capped(v[2])}
 	if v[0] == nil || string(v[0]) == "null" {
 		return h, true
 	}
@@ -74,7 +79,7 @@ func scanHead(params []byte) (h *paramsHead, ok bool) {
 	if !protocol.ScanMembers(v[0], metaHeadMembers, m[:]) {
 		return nil, false
 	}
-	meta := &metaHead{ProgressToken: m[0], ProtocolVersion: m[3], ClientCapabilities: m[4], ClientInfo: m[5], LogLevel: m[6]}
+	meta := &metaHead{ProgressToken: capped(m[0]), ProtocolVersion: capped(m[3]), ClientCapabilities: capped(m[4]), ClientInfo: capped(m[5]), LogLevel: capped(m[6])}
 	for i, dst := range []*string{&meta.Traceparent, &meta.Tracestate} {
 		if raw := m[1+i]; raw != nil {
 			if *dst, ok = protocol.PlainString(raw); !ok {

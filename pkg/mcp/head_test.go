@@ -133,8 +133,21 @@ func TestDecodeHead(t *testing.T) {
 	for _, s := range headSeeds {
 		checkHead(t, []byte(s))
 	}
-	if _, ok := scanHead([]byte(headSeeds[0])); !ok {
-		t.Error("a modern request's head took encoding/json's path")
+	for _, s := range []string{headSeeds[0], headSeeds[1], `{"_meta":null}`, `{"requestState":"s","inputResponses":{"a":{}}}`, `{}`,
+		`{"a":[{"_meta":1}]}`, `{"_meta":{"progressToken":null,"io.modelcontextprotocol/logLevel":null}}`} {
+		if _, ok := scanHead([]byte(s)); !ok {
+			t.Errorf("%s took encoding/json's path", s)
+		}
+	}
+	// The raw members alias the params, with no room to append into them.
+	params := []byte(`{"_meta":{"progressToken":7},"name":"x"}`)
+	h, err := decodeHead(params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = append(h.Meta.ProgressToken, '9', '9')
+	if string(params) != `{"_meta":{"progressToken":7},"name":"x"}` {
+		t.Errorf("appending to the progress token wrote into the params: %s", params)
 	}
 }
 

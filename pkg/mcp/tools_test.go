@@ -531,31 +531,35 @@ func TestAddToolDefaultsAndReplaces(t *testing.T) {
 
 // TestAddToolFlatArguments: a flat input struct's arguments reach the
 // handler as encoding/json decodes them, also when the fast decode sets
-// some fields and then hands over to encoding/json.
+// some fields and then hands over to encoding/json. The schema accepts any
+// object, so that the decode, not the validation, meets bad arguments.
 func TestAddToolFlatArguments(t *testing.T) {
 	type in struct {
-		Name  string  `json:"name"`
 		Count int     `json:"count,omitempty"`
 		Ratio float64 `json:"ratio,omitempty"`
 		Loud  bool    `json:"loud,omitempty"`
+		Name  string  `json:"name"`
 	}
 	s := newServer(t, nil)
-	if err := mcp.AddTool(s, &protocol.Tool{Name: "flat"}, func(_ context.Context, _ *mcp.Request, v in) (*protocol.CallToolResult, any, error) {
+	if err := mcp.AddTool(s, &protocol.Tool{Name: "flat", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(_ context.Context, _ *mcp.Request, v in) (*protocol.CallToolResult, any, error) {
 		return mcp.TextResult(fmt.Sprintf("%q %d %g %v", v.Name, v.Count, v.Ratio, v.Loud)), nil, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
 	for args, want := range map[string]string{
 		`{"name":"a","count":3,"ratio":0.5,"loud":true}`: `"a" 3 0.5 true`,
-		`{"name":"a","count":3,"loud":"\u0074rue"}`:      "error",           // declined after name and count: encoding/json reports it
-		`{"count":3,"name":"\u00e9t\u00e9"}`:             `"été" 3 0 false`, // declined at the escaped name, decoded anew
-		`{"name":"a","NAME":"b"}`:                        `"b" 0 0 false`,   // encoding/json's case folding
-		`{"name":"a","count":1.5}`:                       "error",
+		`{"count":3,"ratio":2,"name":"\u00e9t\u00e9"}`:   `"été" 3 2 false`, // declined at the escaped name, after count and ratio: decoded anew
+		`{"count":3,"loud":"\u0074rue"}`:                 "error",           // declined after count: encoding/json reports it
+		`{"count":3,"ratio":1e400}`:                      "error",
+		`{"count":1.5,"name":"a"}`:                       "error",
+		`{"name":"a","NAME":"b"}`:                        `"b" 0 0 false`, // encoding/json's case folding
 	} {
 		res := callTool(t, s, "flat", args)
 		got := "error"
 		if !res.IsError {
 			got = res.Content[0].Text
+		} else if !strings.Contains(res.Content[0].Text, "invalid arguments") {
+			got = "unexpected: " + res.Content[0].Text
 		}
 		if got != want {
 			t.Errorf("%s: got %s, want %s (%+v)", args, got, want, res)

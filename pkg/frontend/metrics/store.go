@@ -80,11 +80,23 @@ func (m *Metrics) InstrumentStore(st sessionstore.Store) sessionstore.Store {
 	if m == nil || st == nil {
 		return st
 	}
-	if _, ok := st.(*instrumented); ok {
+	switch st.(type) {
+	case *instrumented, *instrumentedImmediate:
 		return st
 	}
-	return &instrumented{st: st, m: m.store}
+	in := &instrumented{st: st, m: m.store}
+	if _, ok := st.(sessionstore.Immediate); ok {
+		return &instrumentedImmediate{in}
+	}
+	return in
 }
+
+// instrumentedImmediate is instrumented for a store whose session calls
+// never wait ([sessionstore.Immediate]), which it stays.
+type instrumentedImmediate struct{ *instrumented }
+
+// ImmediateSessions implements [sessionstore.Immediate].
+func (*instrumentedImmediate) ImmediateSessions() {}
 
 // instrumented is a sessionstore.Store timing its inner store's calls.
 type instrumented struct {

@@ -25,6 +25,12 @@ func TestInstrumentStore(t *testing.T) {
 	if m.InstrumentStore(st) != st {
 		t.Error("instrumenting twice wraps twice")
 	}
+	if _, ok := st.(sessionstore.Immediate); !ok {
+		t.Error("the timed Memory store is no longer sessionstore.Immediate")
+	}
+	if _, ok := m.InstrumentStore(struct{ sessionstore.Store }{mem}).(sessionstore.Immediate); ok {
+		t.Error("a store that may wait became sessionstore.Immediate")
+	}
 	ctx := t.Context()
 	s := &sessionstore.Session{ID: sessionstore.NewID(), ProtocolVersion: "2025-11-25", Initialized: true}
 	if err := st.Create(ctx, s); err != nil {

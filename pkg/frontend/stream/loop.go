@@ -29,7 +29,8 @@ type Loop[T any] struct {
 	Probe   time.Duration
 	OnProbe func() bool
 
-	// Deadline, when set, ends the loop with OnDeadline.
+	// Deadline, when set, ends the loop with OnDeadline (also when the
+	// liveness period ran out by then too).
 	Deadline   time.Time
 	OnDeadline func()
 

@@ -66,6 +66,8 @@ func TestLoopTimers(t *testing.T) {
 		{name: "events without alive", loop: Loop[int]{Liveness: 2 * s}, events: []time.Duration{1 * s, 1500 * time.Millisecond}, arm: -1,
 			want: loopEnd{"lost", 2 * s}},
 		{name: "liveness later", loop: Loop[int]{Liveness: 2 * s, LivenessLater: true}, arm: -1, want: loopEnd{"deadline", 5 * s}},
+		{name: "alive does not arm", loop: Loop[int]{Liveness: 2 * s, LivenessLater: true}, events: []time.Duration{1 * s}, useAlive: true, arm: -1,
+			want: loopEnd{"deadline", 5 * s}},
 		{name: "armed", loop: Loop[int]{Liveness: 2 * s, LivenessLater: true}, events: []time.Duration{1 * s}, arm: 0, want: loopEnd{"lost", 3 * s}},
 		{name: "armed, no deadline", loop: Loop[int]{Liveness: 2 * s, LivenessLater: true, Deadline: time.Time{}}, events: []time.Duration{3 * s}, arm: 0,
 			want: loopEnd{"lost", 5 * s}},
