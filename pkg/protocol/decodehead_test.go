@@ -156,3 +156,23 @@ func FuzzDecodeWithHead(f *testing.F) {
 		checkDecodeWithHead(t, data, int(maxDepth))
 	})
 }
+
+// TestDecodeKnownMethod: a method either era serves, and the jsonrpc
+// version, are decoded without a copy; others as before.
+func TestDecodeKnownMethod(t *testing.T) {
+	decodes := func(method string) float64 {
+		body := []byte(`{"jsonrpc":"2.0","id":1,"method":"` + method + `"}`)
+		m, err := Decode(body, 0)
+		if err != nil || m.Method != method {
+			t.Fatalf("%s: %+v, %v", method, m, err)
+		}
+		return testing.AllocsPerRun(100, func() { _, _ = Decode(body, 0) })
+	}
+	known, unknown := decodes(MethodToolsCall), decodes("tools/calls")
+	if known > unknown-1 {
+		t.Errorf("decoding tools/call makes %v allocations, an unknown method %v: want at least one fewer", known, unknown)
+	}
+	if m, err := Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools\/call"}`), 0); err != nil || m.Method != MethodToolsCall {
+		t.Errorf("an escaped method: %+v, %v", m, err)
+	}
+}

@@ -191,23 +191,44 @@ func (w *wireMessage) scan(data []byte, limit int, head *members) bool {
 		return false
 	}
 	if v[0] != nil {
-		s, ok := PlainString(v[0])
-		if !ok {
-			return false
+		if string(v[0]) == `"2.0"` {
+			w.JSONRPC = "2.0" // the only valid one: no copy
+		} else {
+			s, ok := PlainString(v[0])
+			if !ok {
+				return false
+			}
+			w.JSONRPC = s
 		}
-		w.JSONRPC = s
 	}
 	if v[2] != nil {
-		s, ok := PlainString(v[2])
-		if !ok {
-			return false
+		if m := knownMethods[string(v[2])]; m != nil {
+			w.Method = m // read-only, as every w.Method is
+		} else {
+			s, ok := PlainString(v[2])
+			if !ok {
+				return false
+			}
+			w.Method = &s
 		}
-		w.Method = &s
 	}
 	// Copies, as encoding/json's: the caller may reuse data.
 	w.ID, w.Params, w.Result, w.Error = rawCopy(v[1]), rawCopy(v[3]), rawCopy(v[4]), rawCopy(v[5])
 	return true
 }
+
+// knownMethods maps the JSON encoding of every method either era serves
+// to its name, so that decoding one copies nothing.
+var knownMethods = func() map[string]*string {
+	m := map[string]*string{}
+	for _, methods := range eraMethods {
+		for name := range methods {
+			name := name
+			m[`"`+name+`"`] = &name
+		}
+	}
+	return m
+}()
 
 func rawCopy(b []byte) json.RawMessage {
 	if b == nil {
