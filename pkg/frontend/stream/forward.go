@@ -69,6 +69,7 @@ type exchange struct {
 	deadline  time.Time
 	cancelKey string
 	loop      Loop[struct{}] // serve's, kept here to save an allocation
+	cases     exchangeCases  // loop's cases
 
 	// client writes SSE events to the attached client; nil before SSE
 	// starts and once detached. sseID is the SSE stream id ("" until a
@@ -234,45 +235,58 @@ func (ex *exchange) cancelWorker() {
 // serve runs the exchange attached to the client, until a frame ends it,
 // the client goes, the worker is lost or the request times out.
 func (ex *exchange) serve(w http.ResponseWriter, r *http.Request) step {
-	opts := &ex.s.opts
-	result := stepDone
+	ex.cases = exchangeCases{ex: ex, w: w, result: stepDone}
 	ex.loop = Loop[struct{}]{
 		Events:   ex.st.signal,
 		Deadline: ex.deadline,
-		Liveness: opts.WorkerTimeout,
+		Liveness: ex.s.opts.WorkerTimeout,
 		Gone:     r.Context().Done(),
 		Ended:    ex.s.busLost(),
+		Cases:    &ex.cases,
 	}
-	l := &ex.loop
-	l.OnEnded = func() { result = ex.lostBus(w) }
-	l.OnEvent = func(struct{}) bool {
-		s := ex.onFrames(w, l)
-		if s == stepContinue {
-			return true
-		}
-		result = s
-		return false
-	}
-	l.OnWriter = func() { result = ex.writerStopped(w) }
-	l.OnGone = func() {
-		httpx.SetOutcome(w, "client_gone")
-		result = ex.clientGone()
-	}
-	l.OnLost = func() {
-		ex.cancelWorker()
-		// 502, not 503: the worker may have run the request, so a
-		// proxy must not send it elsewhere by itself.
-		ex.fail(w, http.StatusBadGateway, errWorkerLost(ex.spec.Msg.Method))
-		httpx.SetOutcome(w, "worker_lost")
-	}
-	l.OnDeadline = func() {
-		ex.cancelWorker()
-		ex.fail(w, http.StatusGatewayTimeout, errTimedOut(opts.RequestTimeout))
-		httpx.SetOutcome(w, "timeout")
-	}
-	l.Run()
-	ex.loop = Loop[struct{}]{} // a detached exchange does not keep w
+	ex.loop.Run()
+	result := ex.cases.result
+	ex.loop, ex.cases = Loop[struct{}]{}, exchangeCases{} // a detached exchange does not keep w
 	return result
+}
+
+// exchangeCases are the cases of an attached exchange's Loop (kept in the
+// exchange: no closure per case).
+type exchangeCases struct {
+	ex     *exchange
+	w      http.ResponseWriter
+	result step
+}
+
+func (c *exchangeCases) OnEvent(struct{}) bool {
+	s := c.ex.onFrames(c.w, &c.ex.loop)
+	if s == stepContinue {
+		return true
+	}
+	c.result = s
+	return false
+}
+
+func (c *exchangeCases) OnEnded()  { c.result = c.ex.lostBus(c.w) }
+func (c *exchangeCases) OnWriter() { c.result = c.ex.writerStopped(c.w) }
+
+func (c *exchangeCases) OnGone() {
+	httpx.SetOutcome(c.w, "client_gone")
+	c.result = c.ex.clientGone()
+}
+
+func (c *exchangeCases) OnLost() {
+	c.ex.cancelWorker()
+	// 502, not 503: the worker may have run the request, so a proxy must
+	// not send it elsewhere by itself.
+	c.ex.fail(c.w, http.StatusBadGateway, errWorkerLost(c.ex.spec.Msg.Method))
+	httpx.SetOutcome(c.w, "worker_lost")
+}
+
+func (c *exchangeCases) OnDeadline() {
+	c.ex.cancelWorker()
+	c.ex.fail(c.w, http.StatusGatewayTimeout, errTimedOut(c.ex.s.opts.RequestTimeout))
+	httpx.SetOutcome(c.w, "timeout")
 }
 
 // onFrames handles the frames waiting in the inbox while attached; once

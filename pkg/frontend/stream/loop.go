@@ -53,6 +53,12 @@ type Loop[T any] struct {
 	Writer   <-chan struct{}
 	OnWriter func()
 
+	// Cases, when set, handles the events, the deadline, the liveness
+	// period and the ends of Ended, Gone and Writer in place of OnEvent,
+	// OnDeadline, OnLost, OnEnded, OnGone and OnWriter: a stream that
+	// keeps its state in a struct saves a closure for each.
+	Cases LoopCases[T]
+
 	// wake fires at the deadline or when liveness runs out (liveAt, while
 	// liveOn), the earlier: one timer for both. Alive only moves liveAt;
 	// a wake before it is set again.
@@ -60,6 +66,16 @@ type Loop[T any] struct {
 	liveAt   time.Time
 	liveOn   bool
 	probeOff bool
+}
+
+// LoopCases handles a Loop's cases in one value (see Loop.Cases).
+type LoopCases[T any] interface {
+	OnEvent(T) bool
+	OnDeadline()
+	OnLost()
+	OnEnded()
+	OnGone()
+	OnWriter()
 }
 
 // Run runs the loop until a handler ends it.
@@ -95,7 +111,7 @@ func (l *Loop[T]) Run() {
 		}
 		select {
 		case ev, ok := <-l.Events:
-			if !ok || !l.OnEvent(ev) {
+			if !ok || !l.event(ev) {
 				return
 			}
 		case <-keepalive:
@@ -109,30 +125,47 @@ func (l *Loop[T]) Run() {
 		case <-wake:
 			now := time.Now()
 			if !l.Deadline.IsZero() && !now.Before(l.Deadline) {
-				run(l.OnDeadline)
+				l.end(l.OnDeadline, LoopCases[T].OnDeadline)
 				return
 			}
 			if l.liveOn && !now.Before(l.liveAt) {
-				run(l.OnLost)
+				l.end(l.OnLost, LoopCases[T].OnLost)
 				return
 			}
 			if d, ok := l.untilWake(); ok { // Alive moved liveAt on
 				l.wake.Reset(d)
 			}
 		case <-l.Ended:
-			run(l.OnEnded)
+			l.end(l.OnEnded, LoopCases[T].OnEnded)
 			return
 		case <-l.Stop:
 			run(l.OnStop)
 			return
 		case <-l.Gone:
-			run(l.OnGone)
+			l.end(l.OnGone, LoopCases[T].OnGone)
 			return
 		case <-l.Writer:
-			run(l.OnWriter)
+			l.end(l.OnWriter, LoopCases[T].OnWriter)
 			return
 		}
 	}
+}
+
+// event hands ev to Cases or OnEvent.
+func (l *Loop[T]) event(ev T) bool {
+	if l.Cases != nil {
+		return l.Cases.OnEvent(ev)
+	}
+	return l.OnEvent(ev)
+}
+
+// end runs the handler of an ending case: Cases' method c, or f.
+func (l *Loop[T]) end(f func(), c func(LoopCases[T])) {
+	if l.Cases != nil {
+		c(l.Cases)
+		return
+	}
+	run(f)
 }
 
 func run(f func()) {

@@ -129,3 +129,56 @@ func TestLoopNoTimer(t *testing.T) {
 		})
 	}
 }
+
+// recordCases is a LoopCases that records what ended the loop.
+type recordCases struct {
+	events int
+	ended  string
+}
+
+func (c *recordCases) OnEvent(int) bool { c.events++; return c.events < 3 }
+func (c *recordCases) OnDeadline()      { c.ended = "deadline" }
+func (c *recordCases) OnLost()          { c.ended = "lost" }
+func (c *recordCases) OnEnded()         { c.ended = "ended" }
+func (c *recordCases) OnGone()          { c.ended = "gone" }
+func (c *recordCases) OnWriter()        { c.ended = "writer" }
+
+// TestLoopCases: with Cases set, its methods handle every case they
+// cover, and the On* funcs are not called.
+func TestLoopCases(t *testing.T) {
+	closed := make(chan struct{})
+	close(closed)
+	never := func() { t.Error("an On* func ran with Cases set") }
+	for _, tt := range []struct {
+		want string
+		set  func(l *Loop[int])
+	}{
+		{"deadline", func(l *Loop[int]) { l.Deadline = time.Now().Add(time.Second) }},
+		{"lost", func(l *Loop[int]) { l.Liveness = time.Second }},
+		{"ended", func(l *Loop[int]) { l.Ended = closed }},
+		{"gone", func(l *Loop[int]) { l.Gone = closed }},
+		{"writer", func(l *Loop[int]) { l.Writer = closed }},
+		{"events", func(l *Loop[int]) {
+			ch := make(chan int, 3)
+			ch <- 1
+			ch <- 2
+			ch <- 3
+			l.Events = ch
+		}},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			c := &recordCases{}
+			l := &Loop[int]{Cases: c, OnEvent: func(int) bool { never(); return false },
+				OnDeadline: never, OnLost: never, OnEnded: never, OnGone: never, OnWriter: never}
+			tt.set(l)
+			l.Run()
+			got := c.ended
+			if tt.want == "events" && c.events == 3 && got == "" {
+				got = "events"
+			}
+			if got != tt.want {
+				t.Errorf("ended by %q (%d events), want %s", got, c.events, tt.want)
+			}
+		})
+	}
+}
