@@ -205,10 +205,27 @@ func deliverQueues(qs []*localSub, msg func() *nats.Msg) int {
 // newMsg is a delivered message: its own copy of the data and header, so
 // neither the publisher nor another subscriber sees a change.
 func newMsg(subject, reply string, hdr nats.Header, data []byte) *nats.Msg {
-	m := &nats.Msg{Subject: subject, Reply: reply}
-	if data != nil {
-		m.Data = append(make([]byte, 0, len(data)), data...)
+	var m *nats.Msg
+	n := len(data)
+	switch {
+	case data == nil:
+		m = &nats.Msg{}
+	case n <= len(msg208{}.data):
+		b := &msg208{}
+		m, b.m.Data = &b.m, append(b.data[:0:n], data...)
+	case n <= len(msg288{}.data):
+		b := &msg288{}
+		m, b.m.Data = &b.m, append(b.data[:0:n], data...)
+	case n <= len(msg384{}.data):
+		b := &msg384{}
+		m, b.m.Data = &b.m, append(b.data[:0:n], data...)
+	case n <= len(msg512{}.data):
+		b := &msg512{}
+		m, b.m.Data = &b.m, append(b.data[:0:n], data...)
+	default:
+		m = &nats.Msg{Data: append(make([]byte, 0, n), data...)}
 	}
+	m.Subject, m.Reply = subject, reply
 	if hdr != nil {
 		m.Header = make(nats.Header, len(hdr))
 		for k, v := range hdr {
@@ -217,6 +234,29 @@ func newMsg(subject, reply string, hdr nats.Header, data []byte) *nats.Msg {
 	}
 	return m
 }
+
+// msg208 to msg512 hold a delivered message and its data in one
+// allocation, of that size class (a nats.Msg is 104 bytes): most messages
+// of a request are small. Data's capacity ends at its length, so an
+// append to it copies.
+type (
+	msg208 struct {
+		m    nats.Msg
+		data [208 - 104]byte
+	}
+	msg288 struct {
+		m    nats.Msg
+		data [288 - 104]byte
+	}
+	msg384 struct {
+		m    nats.Msg
+		data [384 - 104]byte
+	}
+	msg512 struct {
+		m    nats.Msg
+		data [512 - 104]byte
+	}
+)
 
 // matchSubject reports whether subject matches the tokens of a
 // subscription's subject ('*' one token, a last '>' one or more).
