@@ -194,14 +194,13 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error)
 		}
 		m, err := r.Body.Read(body[len(body):min(int64(cap(body)), n)])
 		body = body[:len(body)+m]
-		if err == io.EOF && int64(len(body)) < n {
+		switch {
+		case err == io.EOF && int64(len(body)) < n:
 			return nil, io.ErrUnexpectedEOF
-		}
-		if err != nil && err != io.EOF {
+		case err == io.EOF:
+			return body, nil
+		case err != nil:
 			return nil, err
-		}
-		if err == io.EOF {
-			break
 		}
 	}
 	return body, nil

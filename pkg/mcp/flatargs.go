@@ -109,11 +109,9 @@ func plainName(name string) bool {
 // again from a zero value with encoding/json.
 func (d *flatArgs) decode(args []byte, v reflect.Value) (ok bool) {
 	var buf [8][]byte
-	vals := buf[:0]
+	vals := buf[:min(len(d.names), len(buf))]
 	if len(d.names) > len(buf) {
 		vals = make([][]byte, len(d.names))
-	} else {
-		vals = buf[:len(d.names)]
 	}
 	if !protocol.ScanMembers(args, d.names, vals) {
 		return false
