@@ -175,3 +175,30 @@ func (s natsSubscription) DrainWait(ctx context.Context) error {
 		return ctx.Err()
 	}
 }
+
+// inlineSubscriber is a Conn that can run a handler on the publishers'
+// goroutines (Local).
+type inlineSubscriber interface {
+	subscribeInline(subject, queue string, h nats.MsgHandler) (Subscription, error)
+}
+
+// SubscribeInline delivers the messages on subject to h, as a member of
+// queue group queue ("" for none), for a handler that only hands messages
+// on. On a Local, h runs on each publisher's goroutine before Publish
+// returns (no queue, no hand-off to a goroutine of the subscription: the
+// all-in-one's request and reply paths, issue 21), so h may run
+// concurrently with itself, must be safe for that, must not block, and
+// must not wait for anything a publisher may hold while publishing; its
+// messages from one publisher still arrive in order. Drain returns at
+// once and DrainWait once the calls running have returned. On any other
+// Conn it is Subscribe or QueueSubscribe: one message at a time on the
+// subscription's goroutine.
+func SubscribeInline(c Conn, subject, queue string, h nats.MsgHandler) (Subscription, error) {
+	if is, ok := c.(inlineSubscriber); ok {
+		return is.subscribeInline(subject, queue, h)
+	}
+	if queue == "" {
+		return c.Subscribe(subject, h)
+	}
+	return c.QueueSubscribe(subject, queue, h)
+}

@@ -143,14 +143,15 @@ func (l *Local) publish(subject, reply string, hdr nats.Header, data []byte) (in
 		}
 		n++
 	}
-	var queued [8]*localSub
-	qs := queued[:0]
+	var d delivery
+	d.calls = d.room[:0]
+	qs := d.queued[:0]
 	for _, s := range l.exact[subject] {
 		if s.queue != "" {
 			qs = append(qs, s)
 			continue
 		}
-		s.deliver(newMsg(subject, reply, hdr, data))
+		d.give(s, newMsg(subject, reply, hdr, data))
 		n++
 	}
 	for _, s := range l.wild {
@@ -161,20 +162,50 @@ func (l *Local) publish(subject, reply string, hdr nats.Header, data []byte) (in
 			qs = append(qs, s)
 			continue
 		}
-		s.deliver(newMsg(subject, reply, hdr, data))
+		d.give(s, newMsg(subject, reply, hdr, data))
 		n++
 	}
-	n += deliverQueues(qs, func() *nats.Msg { return newMsg(subject, reply, hdr, data) })
+	n += d.queues(qs, func() *nats.Msg { return newMsg(subject, reply, hdr, data) })
 	l.mu.RUnlock()
+	// The inline handlers run once the index is unlocked: they may
+	// publish, subscribe and unsubscribe.
+	for _, c := range d.calls {
+		c.s.call(c.m)
+	}
 	if n == 0 && reply != "" {
 		_, _ = l.publish(reply, "", nats.Header{"Status": []string{"503"}}, nil)
 	}
 	return n, nil
 }
 
-// deliverQueues gives one message to one member, chosen at random, of
-// each queue group among qs, and returns the number of groups.
-func deliverQueues(qs []*localSub, msg func() *nats.Msg) int {
+// delivery is what one publish hands out: the queued members it picks
+// from (queues) and the inline subscriptions' calls it makes once the
+// index is unlocked, each in room on the stack while they are few.
+type delivery struct {
+	queued [8]*localSub
+	room   [4]inlineCall
+	calls  []inlineCall
+}
+
+// inlineCall is an inline subscription's handler to run on a message.
+type inlineCall struct {
+	s *localSub
+	m *nats.Msg
+}
+
+// give delivers m to s: queued for its goroutine or sent to its channel
+// now, or, for an inline subscription, noted for the publisher to run.
+func (d *delivery) give(s *localSub, m *nats.Msg) {
+	if s.inline {
+		d.calls = append(d.calls, inlineCall{s, m})
+		return
+	}
+	s.deliver(m)
+}
+
+// queues gives one message to one member, chosen at random, of each
+// queue group among qs, and returns the number of groups.
+func (d *delivery) queues(qs []*localSub, msg func() *nats.Msg) int {
 	groups := 0
 	for i, s := range qs {
 		if s == nil {
@@ -192,7 +223,7 @@ func deliverQueues(qs []*localSub, msg func() *nats.Msg) int {
 				continue
 			}
 			if pick == 0 {
-				t.deliver(msg())
+				d.give(t, msg())
 			}
 			pick--
 			qs[i+j] = nil
@@ -280,7 +311,7 @@ func matchSubject(tokens []string, subject string) bool {
 
 // Subscribe implements Conn.
 func (l *Local) Subscribe(subject string, h nats.MsgHandler) (Subscription, error) {
-	return l.subscribe(subject, "", h, nil)
+	return l.subscribe(subject, "", h, nil, false)
 }
 
 // QueueSubscribe implements Conn.
@@ -288,7 +319,16 @@ func (l *Local) QueueSubscribe(subject, queue string, h nats.MsgHandler) (Subscr
 	if strings.ContainsAny(queue, " \t\r\n") { // "": no group, as with nats.go
 		return nil, nats.ErrBadQueueName
 	}
-	return l.subscribe(subject, queue, h, nil)
+	return l.subscribe(subject, queue, h, nil, false)
+}
+
+// subscribeInline implements SubscribeInline: h runs on the publisher's
+// goroutine.
+func (l *Local) subscribeInline(subject, queue string, h nats.MsgHandler) (Subscription, error) {
+	if strings.ContainsAny(queue, " \t\r\n") {
+		return nil, nats.ErrBadQueueName
+	}
+	return l.subscribe(subject, queue, h, nil, true)
 }
 
 // ChanSubscribe implements Conn.
@@ -296,10 +336,10 @@ func (l *Local) ChanSubscribe(subject string, ch chan *nats.Msg) (Subscription, 
 	if ch == nil {
 		return nil, nats.ErrBadSubscription
 	}
-	return l.subscribe(subject, "", nil, ch)
+	return l.subscribe(subject, "", nil, ch, false)
 }
 
-func (l *Local) subscribe(subject, queue string, h nats.MsgHandler, ch chan *nats.Msg) (Subscription, error) {
+func (l *Local) subscribe(subject, queue string, h nats.MsgHandler, ch chan *nats.Msg, inline bool) (Subscription, error) {
 	tokens, wild, ok := parsePattern(subject)
 	if !ok {
 		return nil, nats.ErrBadSubject
@@ -308,6 +348,7 @@ func (l *Local) subscribe(subject, queue string, h nats.MsgHandler, ch chan *nat
 		return nil, nats.ErrBadSubscription
 	}
 	s := newLocalSub(l, subject, queue, h, ch)
+	s.inline = inline
 	if wild {
 		s.tokens = tokens
 	}
@@ -321,8 +362,8 @@ func (l *Local) subscribe(subject, queue string, h nats.MsgHandler, ch chan *nat
 	} else {
 		l.exact[subject] = append(l.exact[subject], s)
 	}
-	if h != nil {
-		go s.run()
+	if h != nil && !inline {
+		go s.run() // owned by s: returns once s is closed, or drained and empty
 	}
 	return s, nil
 }

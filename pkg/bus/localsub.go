@@ -11,7 +11,8 @@ import (
 // localSub is a subscription of a Local: a handler's, with its queue of
 // pending messages and the goroutine that delivers them (run), or a
 // channel's (no goroutine: a message is sent at once, or dropped when the
-// channel is full).
+// channel is full), or an inline handler's (no queue, no goroutine: each
+// publisher runs the handler itself, see call).
 type localSub struct {
 	l       *Local
 	slow    atomic.Bool // dropping since the last delivery or empty queue
@@ -20,6 +21,7 @@ type localSub struct {
 	tokens  []string // the subject's tokens when it has wildcards, else nil
 	h       nats.MsgHandler
 	ch      chan *nats.Msg
+	inline  bool // h runs on the publishers' goroutines (SubscribeInline)
 
 	mu               sync.Mutex
 	pending          []*nats.Msg // pending[head:] wait for delivery
@@ -27,6 +29,8 @@ type localSub struct {
 	bytes            int // of pending[head:]
 	maxMsgs, maxByte int // -1: no bound
 	draining, closed bool
+	active           int           // inline: handler calls running
+	settled          bool          // inline: done is closed
 	wake             chan struct{} // cap 1: run has something to look at
 	done             chan struct{} // closed once the subscription is closed
 }
@@ -68,6 +72,40 @@ func (s *localSub) deliver(m *nats.Msg) {
 	case s.wake <- struct{}{}:
 	default:
 	}
+}
+
+// call runs an inline subscription's handler on m, on the caller's
+// goroutine, unless the subscription is closed or draining. Once it is
+// stopped, the last call to return ends it (done).
+func (s *localSub) call(m *nats.Msg) {
+	s.mu.Lock()
+	if s.closed || s.draining {
+		s.mu.Unlock()
+		return
+	}
+	s.active++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.active--
+		last := s.settleLocked()
+		s.mu.Unlock()
+		if last {
+			close(s.done)
+		}
+	}()
+	s.h(m)
+}
+
+// settleLocked marks an inline subscription closed once it is stopped
+// (closed or draining) and no call runs, and reports whether the caller
+// is the one to close done. s.mu is held.
+func (s *localSub) settleLocked() bool {
+	if s.active > 0 || !(s.closed || s.draining) || s.settled {
+		return false
+	}
+	s.closed, s.settled = true, true
+	return true
 }
 
 // slowConsumer logs a drop, once until the subscription catches up.
@@ -130,6 +168,15 @@ func (s *localSub) stop(drain bool) {
 	} else {
 		s.closed = true
 		s.pending, s.head, s.bytes = nil, 0, 0
+	}
+	if s.inline {
+		// Done now, or when the last call running returns (call).
+		last := s.settleLocked()
+		s.mu.Unlock()
+		if last {
+			close(s.done)
+		}
+		return
 	}
 	chanSub := s.ch != nil
 	if chanSub {

@@ -36,6 +36,8 @@ func runBusSuite(t *testing.T, newBus busFactory) {
 		"Close":              suiteClose,
 		"MaxPayload":         suiteMaxPayload,
 		"InvalidSubscribers": suiteInvalidSubscribers,
+		"Inline":             suiteInline,
+		"InlineDrain":        suiteInlineDrain,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

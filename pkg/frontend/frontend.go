@@ -174,7 +174,7 @@ func (f *Frontend) Start(ctx context.Context) (err error) {
 			}
 		}
 	}()
-	if f.sub, err = f.nc.Subscribe(f.subj.FrontendStreams(f.id), f.streams.OnFrame); err != nil {
+	if f.sub, err = bus.SubscribeInline(f.nc, f.subj.FrontendStreams(f.id), "", f.streams.OnFrame); err != nil {
 		return fmt.Errorf("frontend: subscribing to stream frames: %w", err)
 	}
 	_ = f.sub.SetPendingLimits(-1, 256<<20)

@@ -73,7 +73,7 @@ func (w *Worker) applyCatalog(ctx context.Context, changed []string) error {
 		if _, ok := w.reqSubs[subj]; ok {
 			continue
 		}
-		s, err := w.nc.QueueSubscribe(subj, bus.WorkerQueue, h)
+		s, err := bus.SubscribeInline(w.nc, subj, bus.WorkerQueue, h)
 		if err != nil {
 			return fmt.Errorf("worker: subscribing to %s: %w", subj, err)
 		}
