@@ -189,8 +189,9 @@ type inlineSubscriber interface {
 // all-in-one's request and reply paths, issue 21), so h may run
 // concurrently with itself, must be safe for that, must not block, and
 // must not wait for anything a publisher may hold while publishing; its
-// messages from one publisher still arrive in order. Drain returns at
-// once and DrainWait once the calls running have returned. On any other
+// messages from one publisher still arrive in order. Drain takes no more
+// messages, but those already routed to h are still handled, and
+// DrainWait returns once they have been. On any other
 // Conn it is Subscribe or QueueSubscribe: one message at a time on the
 // subscription's goroutine.
 func SubscribeInline(c Conn, subject, queue string, h nats.MsgHandler) (Subscription, error) {

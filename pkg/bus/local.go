@@ -143,15 +143,15 @@ func (l *Local) publish(subject, reply string, hdr nats.Header, data []byte) (in
 		}
 		n++
 	}
-	var d delivery
-	d.calls = d.room[:0]
-	qs := d.queued[:0]
+	var queued [8]*localSub
+	var room [4]inlineCall // the inline calls, on the stack while few
+	qs, calls := queued[:0], room[:0]
 	for _, s := range l.exact[subject] {
 		if s.queue != "" {
 			qs = append(qs, s)
 			continue
 		}
-		d.give(s, newMsg(subject, reply, hdr, data))
+		calls = give(calls, s, newMsg(subject, reply, hdr, data))
 		n++
 	}
 	for _, s := range l.wild {
@@ -162,14 +162,15 @@ func (l *Local) publish(subject, reply string, hdr nats.Header, data []byte) (in
 			qs = append(qs, s)
 			continue
 		}
-		d.give(s, newMsg(subject, reply, hdr, data))
+		calls = give(calls, s, newMsg(subject, reply, hdr, data))
 		n++
 	}
-	n += d.queues(qs, func() *nats.Msg { return newMsg(subject, reply, hdr, data) })
+	calls, groups := deliverQueues(calls, qs, func() *nats.Msg { return newMsg(subject, reply, hdr, data) })
+	n += groups
 	l.mu.RUnlock()
 	// The inline handlers run once the index is unlocked: they may
 	// publish, subscribe and unsubscribe.
-	for _, c := range d.calls {
+	for _, c := range calls {
 		c.s.call(c.m)
 	}
 	if n == 0 && reply != "" {
@@ -178,34 +179,31 @@ func (l *Local) publish(subject, reply string, hdr nats.Header, data []byte) (in
 	return n, nil
 }
 
-// delivery is what one publish hands out: the queued members it picks
-// from (queues) and the inline subscriptions' calls it makes once the
-// index is unlocked, each in room on the stack while they are few.
-type delivery struct {
-	queued [8]*localSub
-	room   [4]inlineCall
-	calls  []inlineCall
-}
-
-// inlineCall is an inline subscription's handler to run on a message.
+// inlineCall is an inline subscription's handler to run on a message,
+// reserved (localSub.reserve) while the index was locked.
 type inlineCall struct {
 	s *localSub
 	m *nats.Msg
 }
 
 // give delivers m to s: queued for its goroutine or sent to its channel
-// now, or, for an inline subscription, noted for the publisher to run.
-func (d *delivery) give(s *localSub, m *nats.Msg) {
-	if s.inline {
-		d.calls = append(d.calls, inlineCall{s, m})
-		return
+// now, or, for an inline subscription, reserved and added to calls for
+// the publisher to run once the index is unlocked. The index is locked.
+func give(calls []inlineCall, s *localSub, m *nats.Msg) []inlineCall {
+	if !s.inline {
+		s.deliver(m)
+		return calls
 	}
-	s.deliver(m)
+	if s.reserve() {
+		calls = append(calls, inlineCall{s, m})
+	}
+	return calls
 }
 
-// queues gives one message to one member, chosen at random, of each
-// queue group among qs, and returns the number of groups.
-func (d *delivery) queues(qs []*localSub, msg func() *nats.Msg) int {
+// deliverQueues gives one message to one member, chosen at random, of
+// each queue group among qs (see give), and returns calls and the number
+// of groups.
+func deliverQueues(calls []inlineCall, qs []*localSub, msg func() *nats.Msg) ([]inlineCall, int) {
 	groups := 0
 	for i, s := range qs {
 		if s == nil {
@@ -223,14 +221,14 @@ func (d *delivery) queues(qs []*localSub, msg func() *nats.Msg) int {
 				continue
 			}
 			if pick == 0 {
-				d.give(t, msg())
+				calls = give(calls, t, msg())
 			}
 			pick--
 			qs[i+j] = nil
 		}
 		groups++
 	}
-	return groups
+	return calls, groups
 }
 
 // newMsg is a delivered message: its own copy of the data and header, so

@@ -1,8 +1,11 @@
 package bus_test
 
 import (
+	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -47,5 +50,63 @@ func TestLocalInline(t *testing.T) {
 	}
 	if got.Load() != 3 {
 		t.Errorf("a handler ran after Close")
+	}
+}
+
+// TestLocalInlineDrainRouted: a message a publisher routed to an inline
+// subscription before it was drained is still handled, and the drain
+// waits for it. Here the publisher is held in the first
+// subscription's handler while the second, already chosen, is drained.
+func TestLocalInlineDrainRouted(t *testing.T) {
+	l := bus.NewLocal(quietLogger())
+	t.Cleanup(l.Close)
+	entered, release := make(chan struct{}), make(chan struct{})
+	if _, err := bus.SubscribeInline(l, "ld.x", "", func(*nats.Msg) {
+		close(entered)
+		<-release
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var second atomic.Int32
+	s, err := bus.SubscribeInline(l, "ld.x", "", func(*nats.Msg) { second.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	pubDone := make(chan error, 1)
+	go func() { pubDone <- l.Publish("ld.x", []byte("m")) }()
+	select {
+	case <-entered:
+	case <-time.After(deadline):
+		t.Fatal("the first handler was not called")
+	}
+	// The second call is reserved: the drain cannot end before it runs.
+	short, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel()
+	if err := s.DrainWait(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("DrainWait with a routed message not yet handled: %v, want context.DeadlineExceeded", err)
+	}
+	close(release)
+	if err := <-pubDone; err != nil {
+		t.Fatalf("Publish: %v", err)
+	}
+	if n := second.Load(); n != 1 {
+		t.Errorf("the drained subscription handled %d routed messages, want 1", n)
+	}
+}
+
+// TestLocalPublishAllocs: a publish allocates only the messages it
+// delivers (nothing for its bookkeeping of inline calls while few).
+func TestLocalPublishAllocs(t *testing.T) {
+	l := bus.NewLocal(quietLogger())
+	t.Cleanup(l.Close)
+	data := []byte("payload")
+	if got := testing.AllocsPerRun(100, func() { _ = l.Publish("la.none", data) }); got != 0 {
+		t.Errorf("a publish nothing takes: %v allocations, want 0", got)
+	}
+	if _, err := bus.SubscribeInline(l, "la.x", "", func(*nats.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	if got := testing.AllocsPerRun(100, func() { _ = l.Publish("la.x", data) }); got != 1 {
+		t.Errorf("a publish to one inline subscription: %v allocations, want 1 (the message)", got)
 	}
 }

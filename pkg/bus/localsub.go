@@ -74,17 +74,25 @@ func (s *localSub) deliver(m *nats.Msg) {
 	}
 }
 
-// call runs an inline subscription's handler on m, on the caller's
-// goroutine, unless the subscription is closed or draining. Once it is
-// stopped, the last call to return ends it (done).
-func (s *localSub) call(m *nats.Msg) {
+// reserve counts a call of an inline subscription's handler that a
+// publisher is to make once the index is unlocked (call), unless the
+// subscription is stopped: a message routed to it while it was in the
+// index is handled even if it is drained meanwhile, as a queued one is.
+func (s *localSub) reserve() bool {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.closed || s.draining {
-		s.mu.Unlock()
-		return
+		return false
 	}
 	s.active++
-	s.mu.Unlock()
+	return true
+}
+
+// call runs an inline subscription's handler on m, a call reserved by
+// reserve, on the caller's goroutine (unless the subscription was closed
+// meanwhile: Unsubscribe and Close drop what is not delivered yet). Once
+// the subscription is stopped, the last call to return ends it (done).
+func (s *localSub) call(m *nats.Msg) {
 	defer func() {
 		s.mu.Lock()
 		s.active--
@@ -94,7 +102,12 @@ func (s *localSub) call(m *nats.Msg) {
 			close(s.done)
 		}
 	}()
-	s.h(m)
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if !closed {
+		s.h(m)
+	}
 }
 
 // settleLocked marks an inline subscription closed once it is stopped

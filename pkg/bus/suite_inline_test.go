@@ -23,14 +23,9 @@ func suiteInline(t *testing.T, conn func(string) bus.Conn) {
 	if _, err := bus.SubscribeInline(sub, "i.x", "", all.handle); err != nil {
 		t.Fatalf("SubscribeInline: %v", err)
 	}
-	var mu sync.Mutex
-	members := map[int]int{} // member → messages
-	for i := range 3 {
-		if _, err := bus.SubscribeInline(sub, "i.x", "g", func(*nats.Msg) {
-			mu.Lock()
-			members[i]++
-			mu.Unlock()
-		}); err != nil {
+	group := newInbox() // what the queue group's members got, in all
+	for range 3 {
+		if _, err := bus.SubscribeInline(sub, "i.x", "g", group.handle); err != nil {
 			t.Fatalf("SubscribeInline in a group: %v", err)
 		}
 	}
@@ -51,15 +46,10 @@ func suiteInline(t *testing.T, conn func(string) bus.Conn) {
 			t.Fatalf("message %d is %q: out of order or not a copy", i, m.Data)
 		}
 	}
+	group.wait(t, n)
 	flushConn(t, pub, sub)
-	mu.Lock()
-	total := 0
-	for _, c := range members {
-		total += c
-	}
-	mu.Unlock()
-	if total != n {
-		t.Errorf("the queue group's members got %d messages in all, want %d (one member each)", total, n)
+	if got := len(group.snapshot()); got != n {
+		t.Errorf("the queue group's members got %d messages in all, want %d (one member each)", got, n)
 	}
 
 	// A responder: its answer reaches the requester.
