@@ -314,18 +314,12 @@ func (l *Local) Subscribe(subject string, h nats.MsgHandler) (Subscription, erro
 
 // QueueSubscribe implements Conn.
 func (l *Local) QueueSubscribe(subject, queue string, h nats.MsgHandler) (Subscription, error) {
-	if strings.ContainsAny(queue, " \t\r\n") { // "": no group, as with nats.go
-		return nil, nats.ErrBadQueueName
-	}
 	return l.subscribe(subject, queue, h, nil, false)
 }
 
 // subscribeInline implements SubscribeInline: h runs on the publisher's
 // goroutine.
 func (l *Local) subscribeInline(subject, queue string, h nats.MsgHandler) (Subscription, error) {
-	if strings.ContainsAny(queue, " \t\r\n") {
-		return nil, nats.ErrBadQueueName
-	}
 	return l.subscribe(subject, queue, h, nil, true)
 }
 
@@ -338,6 +332,9 @@ func (l *Local) ChanSubscribe(subject string, ch chan *nats.Msg) (Subscription, 
 }
 
 func (l *Local) subscribe(subject, queue string, h nats.MsgHandler, ch chan *nats.Msg, inline bool) (Subscription, error) {
+	if strings.ContainsAny(queue, " \t\r\n") { // "": no group, as with nats.go
+		return nil, nats.ErrBadQueueName
+	}
 	tokens, wild, ok := parsePattern(subject)
 	if !ok {
 		return nil, nats.ErrBadSubject
