@@ -2,6 +2,7 @@ package sessionstore
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -13,6 +14,12 @@ import (
 // busy frontend pays one write and one read system call (on each side) per
 // batch rather than per call. A call made while the pipes are idle goes
 // out at once: batching never waits for company.
+//
+// On a Redis that is not a cluster, the Ends of one pipeline also go as
+// one script call (lua/end.lua takes any number of claims): a script call
+// costs Redis far more than the GET and DEL inside it. A Redis Cluster
+// routes a script by its keys, which must share a slot, so there each End
+// stays a call of its own.
 
 const (
 	// batchPipes is how many pipelines may be in flight at once.
@@ -43,10 +50,14 @@ type batcher struct {
 	wg     sync.WaitGroup
 	mu     sync.RWMutex // held for reading while a call is queued
 	closed bool         // guarded by mu; no call is queued once set
+	// mergeEnds: the client is one Redis (a *redis.Client, also what a
+	// Sentinel failover client is), whose keys may all go in one script.
+	mergeEnds bool
 }
 
 func newBatcher(client redis.UniversalClient) *batcher {
-	return &batcher{client: client, q: make(chan *batchOp, maxBatch*batchPipes), quit: make(chan struct{})}
+	_, single := client.(*redis.Client)
+	return &batcher{client: client, q: make(chan *batchOp, maxBatch*batchPipes), quit: make(chan struct{}), mergeEnds: single}
 }
 
 var opPool = sync.Pool{New: func() any { return &batchOp{done: make(chan struct{}, 1)} }}
@@ -149,21 +160,79 @@ func (b *batcher) exec(batch []*batchOp) {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	pipe := b.client.Pipeline()
+	var ends endMerge
 	for _, op := range batch {
 		if err := op.ctx.Err(); err != nil {
 			op.cmd = errCmd(op.ctx, err) // its caller gave up before it was sent
 			continue
 		}
+		if b.mergeEnds && op.script == scriptEnd {
+			ends.add(op)
+			continue
+		}
 		op.cmd = op.script.EvalSha(ctx, pipe, op.keys, op.args...)
 	}
+	ends.queue(ctx, pipe)
 	if pipe.Len() > 0 {
 		_, _ = pipe.Exec(ctx) // each command carries its own outcome
 	}
+	ends.reply(ctx, b.client)
 	for _, op := range batch {
 		if err := op.cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 			op.cmd = op.script.Run(op.ctx, b.client, op.keys, op.args...)
 		}
 		op.done <- struct{}{}
+	}
+}
+
+// endMerge is the Ends of one pipeline, sent as one call of lua/end.lua.
+type endMerge struct {
+	ops  []*batchOp
+	keys []string
+	args []any
+	cmd  *redis.Cmd
+}
+
+func (e *endMerge) add(op *batchOp) {
+	e.ops = append(e.ops, op)
+	e.keys = append(e.keys, op.keys...)
+	e.args = append(e.args, op.args...)
+}
+
+// queue adds the merged call to pipe; a lone End goes as it came.
+func (e *endMerge) queue(ctx context.Context, pipe redis.Pipeliner) {
+	switch len(e.ops) {
+	case 0:
+	case 1:
+		op := e.ops[0]
+		op.cmd = op.script.EvalSha(ctx, pipe, op.keys, op.args...)
+	default:
+		e.cmd = scriptEnd.EvalSha(ctx, pipe, e.keys, e.args...)
+	}
+}
+
+// reply gives each End its part of the merged call's reply (its own
+// 1 or 0), or the call's error. A NOSCRIPT error (a restarted Redis) sends
+// the merged call again on its own, which loads the script.
+func (e *endMerge) reply(ctx context.Context, client redis.UniversalClient) {
+	if e.cmd == nil {
+		return
+	}
+	if err := e.cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		e.cmd = scriptEnd.Run(ctx, client, e.keys, e.args...)
+	}
+	vals, err := e.cmd.Slice()
+	if err == nil && len(vals) != len(e.ops) {
+		err = fmt.Errorf("sessionstore: end: %d replies for %d claims", len(vals), len(e.ops))
+	}
+	for i, op := range e.ops {
+		cmd := redis.NewCmd(op.ctx)
+		if err != nil {
+			cmd.SetErr(err)
+		} else {
+			cmd.SetVal([]any{vals[i]})
+		}
+		op.cmd = cmd
 	}
 }
 

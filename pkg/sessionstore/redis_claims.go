@@ -49,7 +49,9 @@ func (r *Redis) Begin(ctx context.Context, id, requestID, token string, ttl time
 
 // End implements [Store.End] in one round trip: a compare-and-delete of
 // the claim key (lua/end.lua). It does not look at the session record:
-// the claim key alone says whether there is a claim.
+// the claim key alone says whether there is a claim. On a Redis that is
+// not a cluster, the Ends of one pipeline go as one script call
+// (batch.go).
 func (r *Redis) End(ctx context.Context, id, requestID, token string) error {
 	if !r.validID(id) {
 		return nil
