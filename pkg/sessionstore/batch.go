@@ -213,7 +213,11 @@ func (e *endMerge) queue(ctx context.Context, pipe redis.Pipeliner) {
 
 // reply gives each End its part of the merged call's reply (its own
 // 1 or 0), or the call's error. A NOSCRIPT error (a restarted Redis) sends
-// the merged call again on its own, which loads the script.
+// the merged call again on its own, which loads the script. An error is
+// every End's: one raised inside the script (a claim key of another type)
+// fails the call after the releases before it were made, so an End that
+// reports an error may have released its claim (the claim is then free
+// early, as after its expiry; never another token's).
 func (e *endMerge) reply(ctx context.Context, client redis.UniversalClient) {
 	if e.cmd == nil {
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,6 +137,33 @@ func TestRedisBatchMergedEndsSkipsDoneCalls(t *testing.T) {
 	for _, rid := range []string{"a", "c"} {
 		if _, err := r.Begin(ctx, s.ID, rid, "again", time.Minute); err != nil {
 			t.Errorf("Begin of %s after its End: %v", rid, err)
+		}
+	}
+}
+
+// A merged call that fails fails each of its Ends: a claim key of the
+// wrong type (WRONGTYPE inside the script) is an error for every End of
+// the call, none is reported released.
+func TestRedisBatchMergedEndsShareAnError(t *testing.T) {
+	url := testutil.StartRedis(t)
+	r := openRedisForTest(t, url, Options{TTL: time.Hour})
+	ctx := t.Context()
+	s := &Session{ID: NewID()}
+	mustCreate(t, r, s)
+	mustBegin(t, r, s.ID, "a", "ta", time.Minute)
+	raw := rawClient(t, url)
+	bad := r.endKeys(s.ID, "bad")
+	if err := raw.HSet(ctx, bad[0], "f", "v").Err(); err != nil {
+		t.Fatal(err)
+	}
+	ops := []*batchOp{
+		{ctx: ctx, script: scriptEnd, keys: bad, args: []any{"tb"}, done: make(chan struct{}, 1)},
+		{ctx: ctx, script: scriptEnd, keys: r.endKeys(s.ID, "a"), args: []any{"ta"}, done: make(chan struct{}, 1)},
+	}
+	r.batch.exec(ops)
+	for i, op := range ops {
+		if err := op.cmd.Err(); err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
+			t.Errorf("End %d of the failed call: %v, want the WRONGTYPE error", i, err)
 		}
 	}
 }
