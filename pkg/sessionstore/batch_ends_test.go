@@ -12,6 +12,25 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/testutil"
 )
 
+// endOp is a batched End of requestID's claim in session id, as Redis.End
+// queues it.
+func endOp(ctx context.Context, r *Redis, id, requestID, token string) *batchOp {
+	return &batchOp{ctx: ctx, script: scriptEnd, keys: r.endKeys(id, requestID), args: []any{token}, done: make(chan struct{}, 1)}
+}
+
+// claimedSession is a store on a shared Redis and a session of it with
+// each of requestIDs claimed, with the token "t" + the request id.
+func claimedSession(t *testing.T, requestIDs ...string) (*Redis, *Session) {
+	t.Helper()
+	r := openRedisForTest(t, testutil.StartRedis(t), Options{TTL: time.Hour})
+	s := &Session{ID: NewID()}
+	mustCreate(t, r, s)
+	for _, rid := range requestIDs {
+		mustBegin(t, r, s.ID, rid, "t"+rid, time.Minute)
+	}
+	return r, s
+}
+
 // The Ends of one pipeline go to Redis as one script call (one EVALSHA
 // for all of them, beside the pipeline's other calls), and each End still
 // gets its own outcome: a claim is released for its own token only. Run
@@ -46,9 +65,7 @@ func TestRedisBatchMergesEnds(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		op := func(rid, token string) *batchOp {
-			return &batchOp{ctx: ctx, script: scriptEnd, keys: r.endKeys(s.ID, rid), args: []any{token}, done: make(chan struct{}, 1)}
-		}
+		op := func(rid, token string) *batchOp { return endOp(ctx, r, s.ID, rid, token) }
 		get := &batchOp{ctx: ctx, script: scriptGet, keys: r.beginKeys(s.ID, "")[:3], args: []any{r.ttlArg, r.slidArg, ""}, done: make(chan struct{}, 1)}
 		ends := []*batchOp{op(rids[0], "tok"+rids[0]), op(rids[1], "tok"+rids[1]), op(rids[2], "another token"), op(rids[3], "tok"+rids[3])}
 		before, err := loadgen.ReadRedisCounters(ctx, url)
@@ -109,21 +126,11 @@ func TestRedisBatchMergesEnds(t *testing.T) {
 // An End whose caller gave up before its pipeline was sent is not part
 // of the merged call, and changes nothing.
 func TestRedisBatchMergedEndsSkipsDoneCalls(t *testing.T) {
-	url := testutil.StartRedis(t)
-	r := openRedisForTest(t, url, Options{TTL: time.Hour})
+	r, s := claimedSession(t, "a", "b", "c")
 	ctx := t.Context()
-	s := &Session{ID: NewID()}
-	mustCreate(t, r, s)
-	mustBegin(t, r, s.ID, "a", "ta", time.Minute)
-	mustBegin(t, r, s.ID, "b", "tb", time.Minute)
-	mustBegin(t, r, s.ID, "c", "tc", time.Minute)
 	gone, cancel := context.WithCancel(ctx)
 	cancel()
-	ops := []*batchOp{
-		{ctx: ctx, script: scriptEnd, keys: r.endKeys(s.ID, "a"), args: []any{"ta"}, done: make(chan struct{}, 1)},
-		{ctx: gone, script: scriptEnd, keys: r.endKeys(s.ID, "b"), args: []any{"tb"}, done: make(chan struct{}, 1)},
-		{ctx: ctx, script: scriptEnd, keys: r.endKeys(s.ID, "c"), args: []any{"tc"}, done: make(chan struct{}, 1)},
-	}
+	ops := []*batchOp{endOp(ctx, r, s.ID, "a", "ta"), endOp(gone, r, s.ID, "b", "tb"), endOp(ctx, r, s.ID, "c", "tc")}
 	r.batch.exec(ops)
 	if err := ops[1].cmd.Err(); !errors.Is(err, context.Canceled) {
 		t.Errorf("the End of a cancelled call: %v, want context.Canceled", err)
@@ -145,20 +152,11 @@ func TestRedisBatchMergedEndsSkipsDoneCalls(t *testing.T) {
 // wrong type (WRONGTYPE inside the script) is an error for every End of
 // the call, none is reported released.
 func TestRedisBatchMergedEndsShareAnError(t *testing.T) {
-	url := testutil.StartRedis(t)
-	r := openRedisForTest(t, url, Options{TTL: time.Hour})
+	r, s := claimedSession(t, "a")
 	ctx := t.Context()
-	s := &Session{ID: NewID()}
-	mustCreate(t, r, s)
-	mustBegin(t, r, s.ID, "a", "ta", time.Minute)
-	raw := rawClient(t, url)
-	bad := r.endKeys(s.ID, "bad")
-	if err := raw.HSet(ctx, bad[0], "f", "v").Err(); err != nil {
+	ops := []*batchOp{endOp(ctx, r, s.ID, "bad", "tb"), endOp(ctx, r, s.ID, "a", "ta")}
+	if err := r.client.HSet(ctx, ops[0].keys[0], "f", "v").Err(); err != nil {
 		t.Fatal(err)
-	}
-	ops := []*batchOp{
-		{ctx: ctx, script: scriptEnd, keys: bad, args: []any{"tb"}, done: make(chan struct{}, 1)},
-		{ctx: ctx, script: scriptEnd, keys: r.endKeys(s.ID, "a"), args: []any{"ta"}, done: make(chan struct{}, 1)},
 	}
 	r.batch.exec(ops)
 	for i, op := range ops {
