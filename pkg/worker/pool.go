@@ -49,11 +49,10 @@ type handlerPool struct {
 
 // handlerJob is one request for Worker.run.
 type handlerJob struct {
-	ctx            context.Context
-	cancelDeadline context.CancelFunc
-	f              *inflight
-	req            *mcp.Request
-	msg            *protocol.Message
+	ctx context.Context
+	f   *inflight
+	req *mcp.Request
+	msg *protocol.Message
 }
 
 // poolMaxIdle is how many idle goroutines a pool keeps: as many as a
@@ -91,7 +90,7 @@ func (p *handlerPool) submit(j handlerJob) {
 // serve runs j, then the jobs it is given while it waits.
 func (p *handlerPool) serve(j handlerJob) {
 	for {
-		p.w.run(j.ctx, j.cancelDeadline, j.f, j.req, j.msg)
+		p.w.run(j.ctx, j.f, j.req, j.msg)
 		j = handlerJob{} // the request's values are not kept alive while waiting
 		pprof.SetGoroutineLabels(context.Background())
 		if !p.park() {

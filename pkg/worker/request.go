@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/logctx"
@@ -26,8 +27,18 @@ type inflight struct {
 	session string
 	// ctx is the request's context (nil for a session's outbound): when it
 	// ends, expire or abort cancels the open server-to-client requests.
+	// Cancel it with end (reqctx.go), which also has expire answer the
+	// request; cancel alone is for an end that answers itself (run).
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	timer  *time.Timer  // ends ctx at the deadline (startDeadline); nil until the handler is queued
+	state  atomic.Int32 // who answers: reqQueued, reqRunning, reqAnswered, reqExpired
+
+	// method, id and start are the request's, for expire: start is set by
+	// run before armEnd.
+	method string
+	id     protocol.ID
+	start  time.Time
 
 	mu      sync.Mutex
 	done    bool
@@ -100,7 +111,7 @@ func (f *inflight) abort(reason string) {
 	// once, even while the handler is still returning (its goroutine stays
 	// counted against MaxInFlight until it does). Cancelling the context
 	// runs expire, which forgets the request.
-	f.cancel(errors.New(reason))
+	f.end(errors.New(reason))
 }
 
 func (w *Worker) onRequest(m *nats.Msg) {
@@ -158,9 +169,9 @@ func (w *Worker) onRequest(m *nats.Msg) {
 	if hdr.DeadlineMs > 0 {
 		deadline = time.UnixMilli(hdr.DeadlineMs)
 	}
-	ctx, cancelDeadline := context.WithDeadline(w.traceContext(m, hdr), deadline)
-	ctx, cancel := context.WithCancelCause(ctx)
-	f := &inflight{w: w, key: key, reply: m.Reply, ctx: ctx, cancel: cancel, acked: w.newAckedSender(hdr, m.Reply, deadline), target: hdr.Target}
+	ctx, cancel := newRequestCtx(w.traceContext(m, hdr), deadline)
+	f := &inflight{w: w, key: key, reply: m.Reply, ctx: ctx, cancel: cancel, acked: w.newAckedSender(hdr, m.Reply, deadline), target: hdr.Target,
+		method: msg.Method, id: msg.ID}
 	if hdr.Session != nil {
 		f.session = hdr.Session.ID
 	}
@@ -169,7 +180,6 @@ func (w *Worker) onRequest(m *nats.Msg) {
 	if w.closed {
 		w.mu.Unlock()
 		cancel(nil)
-		cancelDeadline()
 		e := shuttingDownError()
 		_ = w.nc.Publish(m.Reply, bus.AppendFrame(nil, bus.FrameResponse, protocol.AppendErrorResponse(nil, msg.ID, e)))
 		endConsume(ctx, "", e)
@@ -178,7 +188,6 @@ func (w *Worker) onRequest(m *nats.Msg) {
 	if w.opts.MaxInFlight > 0 && w.handlers >= w.opts.MaxInFlight {
 		w.mu.Unlock()
 		cancel(nil)
-		cancelDeadline()
 		e := protocol.NewError(protocol.CodeInternalError, "worker busy (%d requests in flight); retry", w.opts.MaxInFlight)
 		_ = w.nc.Publish(m.Reply, bus.AppendFrame(nil, bus.FrameResponse, protocol.AppendErrorResponse(nil, msg.ID, e)))
 		endConsume(ctx, "", e)
@@ -187,7 +196,6 @@ func (w *Worker) onRequest(m *nats.Msg) {
 	if _, dup := w.inflight[key]; dup {
 		w.mu.Unlock()
 		cancel(nil)
-		cancelDeadline()
 		e := protocol.ErrRequestIDInUse(msg.ID)
 		_ = w.nc.Publish(m.Reply, bus.AppendFrame(nil, bus.FrameResponse, protocol.AppendErrorResponse(nil, msg.ID, e)))
 		endConsume(ctx, "", e)
@@ -204,7 +212,8 @@ func (w *Worker) onRequest(m *nats.Msg) {
 	req := mcp.NewRequestParams(&in, msg.Params)
 	// The handler's log lines made with its context carry the request's
 	// attributes (method, id, session, tool).
-	w.pool.submit(handlerJob{ctx: logctx.WithRequest(ctx, req), cancelDeadline: cancelDeadline, f: f, req: req, msg: msg})
+	f.startDeadline(deadline)
+	w.pool.submit(handlerJob{ctx: logctx.WithRequest(ctx, req), f: f, req: req, msg: msg})
 }
 
 // requestMessage returns the request an envelope carries: built from the

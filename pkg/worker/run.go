@@ -23,12 +23,14 @@ import (
 // cancellation) and forgets it, while this goroutine waits on for the
 // handler, holding its MaxInFlight slot and counted as stuck in the
 // metrics until the handler returns. Exactly one of run and expire answers.
-func (w *Worker) run(ctx context.Context, cancelDeadline context.CancelFunc, f *inflight, req *mcp.Request, msg *protocol.Message) {
+func (w *Worker) run(ctx context.Context, f *inflight, req *mcp.Request, msg *protocol.Message) {
 	start := w.opts.Metrics.start(f, msg.Method)
-	stop := context.AfterFunc(ctx, func() { w.expire(ctx, f, msg.Method, msg.ID, start) })
+	f.start = start
+	f.armEnd()
 	a := w.answerTraced(ctx, req, msg)
-	answered := !stop() // expire runs (or ran): the request is its to answer
-	cancelDeadline()
+	answered := !f.claimAnswer() // expire runs (or ran): the request is its to answer
+	f.timer.Stop()
+	f.cancel(context.Canceled) // what the handler left waiting on its context ends
 	w.mu.Lock()
 	w.handlers--
 	w.mu.Unlock()
@@ -50,8 +52,9 @@ func (w *Worker) run(ctx context.Context, cancelDeadline context.CancelFunc, f *
 // expire answers a request whose context ended before its handler
 // returned: a timeout or shutdown error, or (cancelled by the client) the
 // end of its stream and no response.
-func (w *Worker) expire(ctx context.Context, f *inflight, method string, id protocol.ID, start time.Time) {
-	cause := context.Cause(ctx)
+func (w *Worker) expire(f *inflight) {
+	method, id, start := f.method, f.id, f.start
+	cause := context.Cause(f.ctx)
 	var outcome string
 	switch {
 	case errors.Is(cause, errShutdown):

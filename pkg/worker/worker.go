@@ -289,7 +289,7 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 		err = ctx.Err()
 		w.mu.Lock()
 		for _, f := range w.inflight {
-			f.cancel(errShutdown)
+			f.end(errShutdown)
 		}
 		w.mu.Unlock()
 		// Handlers that ignore their context are not waited for long.

@@ -447,3 +447,35 @@ func wantJSON(tb testing.TB, got []byte, want string) {
 		tb.Errorf("got JSON\n\t%s\nwant\n\t%s", got, want)
 	}
 }
+
+// Each request is answered exactly once whichever comes first: its
+// handler's return or the end of its deadline, before its handler runs,
+// while it runs or after it returned (deadlines from just past to just
+// ahead, and a handler that returns at once).
+func TestRequestAnsweredOnceAtItsDeadline(t *testing.T) {
+	s := newServer()
+	addTool(t, s, "quick", func(context.Context, *mcp.Request, json.RawMessage) (*protocol.CallToolResult, error) {
+		return &protocol.CallToolResult{Content: []protocol.Content{&protocol.TextContent{Text: "done"}}}, nil
+	})
+	f := newFixture(t, s, nil)
+	var streams []*stream
+	timeouts := 0
+	for i := range 200 {
+		hdr := legacy("s1")
+		hdr.DeadlineMs = time.Now().Add(time.Duration(i%5-2) * time.Millisecond).UnixMilli()
+		st := f.fe.callTool(t, hdr, protocol.Int64ID(int64(i)), "quick", "")
+		streams = append(streams, st)
+		m := st.response(t)
+		switch {
+		case m.Error == nil:
+		case strings.Contains(m.Error.Message, "timed out"):
+			timeouts++
+		default:
+			t.Fatalf("request %d: %+v, want the result or a timeout", i, m.Error)
+		}
+	}
+	if timeouts == 0 {
+		t.Errorf("no request timed out: the past deadlines were not kept")
+	}
+	f.wantNoMore(t, streams...)
+}
