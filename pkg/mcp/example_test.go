@@ -141,3 +141,31 @@ func BenchmarkHandleToolsCall(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkHandleModernToolsCall is BenchmarkHandleToolsCall for a
+// 2026-07-28 request built as a worker builds it (NewRequestParams, then
+// Handle with the same params).
+func BenchmarkHandleModernToolsCall(b *testing.B) {
+	s := newServer(b, nil)
+	type in struct {
+		Text string `json:"text"`
+	}
+	if err := mcp.AddTool(s, &protocol.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.Request, v in) (*protocol.CallToolResult, any, error) {
+		return mcp.TextResult(v.Text), nil, nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	params := json.RawMessage(`{"name":"echo","arguments":{"text":"hello"},"_meta":{` +
+		`"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+		`"io.modelcontextprotocol/clientInfo":{"name":"bench-client","version":"1.0.0"},` +
+		`"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true},"sampling":{},"elicitation":{}}}}`)
+	init := &mcp.RequestInit{Method: protocol.MethodToolsCall, ID: protocol.Int64ID(1), Era: protocol.EraModern, ProtocolVersion: protocol.Version20260728}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		req := mcp.NewRequestParams(init, params)
+		if _, err := s.Handle(ctx, req, params); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -17,6 +17,10 @@ type paramsHead struct {
 	Meta           *metaHead       `json:"_meta"`
 	RequestState   json.RawMessage `json:"requestState"`
 	InputResponses json.RawMessage `json:"inputResponses"`
+
+	// call is what scanCallHead read besides, for tools/call's decode;
+	// nil when the head was read otherwise.
+	call *callHead
 }
 
 type metaHead struct {
@@ -42,6 +46,20 @@ func decodeHead(params []byte) (*paramsHead, error) {
 	if h, ok := scanHead(params); ok {
 		return h, nil
 	}
+	return unmarshalHead(params)
+}
+
+// decodeCallHead is decodeHead for a tools/call's params: the same head,
+// which keeps (in call) what tools/call's decode reads when the params
+// could be read plainly.
+func decodeCallHead(params []byte) (*paramsHead, error) {
+	if h, ok := scanCallHead(params); ok {
+		return h, nil
+	}
+	return unmarshalHead(params)
+}
+
+func unmarshalHead(params []byte) (*paramsHead, error) {
 	h := new(paramsHead)
 	if err := json.Unmarshal(params, h); err != nil {
 		return nil, protocol.ErrBadParams(err)
@@ -49,13 +67,9 @@ func decodeHead(params []byte) (*paramsHead, error) {
 	return h, nil
 }
 
-// headMembers and metaHeadMembers are paramsHead's and metaHead's json
-// names, in the order of the values scanHead reads.
-var (
-	headMembers     = []string{"_meta", "requestState", "inputResponses"}
-	metaHeadMembers = []string{protocol.MetaProgressToken, protocol.MetaTraceparent, protocol.MetaTracestate,
-		protocol.MetaProtocolVersion, protocol.MetaClientCapabilities, protocol.MetaClientInfo, protocol.MetaLogLevel}
-)
+// headMembers are paramsHead's json names, in the order of the values
+// scanHead reads.
+var headMembers = []string{"_meta", "requestState", "inputResponses"}
 
 // capped returns raw with no room past its end, so that appending to it
 // (Request.ProgressToken is handed out) copies instead of writing into
@@ -75,25 +89,42 @@ func scanHead(params []byte) (h *paramsHead, ok bool) {
 	if v[0] == nil || string(v[0]) == "null" {
 		return h, true
 	}
-	var m [7][]byte
-	if !protocol.ScanMembers(v[0], metaHeadMembers, m[:]) {
+	meta := new(metaHead)
+	if _, ok := scanMetaHead(v[0], meta); !ok {
 		return nil, false
-	}
-	meta := &metaHead{ProgressToken: capped(m[0]), ProtocolVersion: capped(m[3]), ClientCapabilities: capped(m[4]), ClientInfo: capped(m[5]), LogLevel: capped(m[6])}
-	for i, dst := range []*string{&meta.Traceparent, &meta.Tracestate} {
-		if raw := m[1+i]; raw != nil {
-			if *dst, ok = protocol.PlainString(raw); !ok {
-				return nil, false
-			}
-		}
 	}
 	h.Meta = meta
 	return h, true
 }
 
+// scanMetaHead sets m from raw, a _meta that is not null, and returns
+// the members it read; ok is false (and m unspecified) when they cannot
+// be read plainly or a trace string is not plain. The raw members alias
+// raw.
+func scanMetaHead(raw []byte, m *metaHead) (sm protocol.ScannedMeta, ok bool) {
+	if sm, ok = protocol.ScanRequestMeta(raw); !ok {
+		return sm, false
+	}
+	*m = metaHead{ProgressToken: capped(sm.ProgressToken), ProtocolVersion: capped(sm.ProtocolVersion),
+		ClientCapabilities: capped(sm.ClientCapabilities), ClientInfo: capped(sm.ClientInfo), LogLevel: capped(sm.LogLevel)}
+	for _, f := range []struct {
+		raw []byte
+		dst *string
+	}{{sm.Traceparent, &m.Traceparent}, {sm.Tracestate, &m.Tracestate}} {
+		if f.raw != nil {
+			if *f.dst, ok = protocol.PlainString(f.raw); !ok {
+				return sm, false
+			}
+		}
+	}
+	return sm, true
+}
+
 // NewRequestParams is [NewRequest] for a transport that has the request's
 // params at hand: it decodes their head once, and [Server.Handle] reuses
-// it when it is given the same params (the same bytes, not a copy). When
+// it when it is given the same params (the same bytes, not a copy); for
+// tools/call, so does the decode of the call's name, arguments and _meta,
+// which then reads the params no further. When
 // init.Era is modern and the params carry a _meta, the request's protocol
 // version, client info, client capabilities and log level are taken from
 // it, as the 2026-07-28 era sends them with each request (a member that
@@ -108,7 +139,11 @@ func NewRequestParams(init *RequestInit, params json.RawMessage) *Request {
 	if len(params) == 0 || !needsHead(&r.in, params) {
 		return r
 	}
-	h, err := decodeHead(params)
+	decode := decodeHead
+	if r.in.Method == protocol.MethodToolsCall {
+		decode = decodeCallHead // and the tools/call decode reads what it kept
+	}
+	h, err := decode(params)
 	if err != nil {
 		return r
 	}

@@ -13,7 +13,7 @@ import (
 
 func (s *Server) callTool(ctx context.Context, req *Request, r *registry, params json.RawMessage) (protocol.Result, error) {
 	var p protocol.CallToolParams
-	if err := decodeCallToolParams(params, &p); err != nil {
+	if err := req.callToolParams(params, &p); err != nil {
 		return nil, err
 	}
 	req.setName(p.Name)

@@ -158,15 +158,55 @@ func DecodeRequestMeta(raw []byte) (*RequestMeta, error) {
 	if m, ok := scanMeta(raw); ok {
 		return m, nil
 	}
+	return unmarshalMeta(raw)
+}
+
+func unmarshalMeta(raw []byte) (*RequestMeta, error) {
 	var m *RequestMeta
 	err := json.Unmarshal(raw, &m)
 	return m, err
 }
 
+// ScannedMeta is a request's _meta as [ScanRequestMeta] read it: the raw
+// value of each member [RequestMeta] reads (nil when absent), aliasing
+// the _meta. It lets a caller that wants these raw values and, later, the
+// decoded RequestMeta read the _meta once.
+type ScannedMeta struct {
+	ProgressToken, ProtocolVersion, ClientCapabilities, ClientInfo, LogLevel, Traceparent, Tracestate []byte
+
+	raw []byte // the _meta
+}
+
 // requestMetaMembers are RequestMeta's json names, in the order of the
-// values scanMeta reads.
+// values ScanRequestMeta reads.
 var requestMetaMembers = []string{MetaProgressToken, MetaProtocolVersion, MetaClientCapabilities,
 	MetaClientInfo, MetaLogLevel, MetaTraceparent, MetaTracestate}
+
+// ScanRequestMeta reads raw, a request's _meta, for RequestMeta's members
+// in one pass of [ScanMembers]; ok is false when ScanMembers reports false
+// (raw is not one object, or encoding/json could match its members
+// otherwise), and the caller then decodes raw with [DecodeRequestMeta]
+// or encoding/json. Nothing is decoded: a member may be of any type.
+func ScanRequestMeta(raw []byte) (m ScannedMeta, ok bool) {
+	var v [7][]byte
+	if !ScanMembers(raw, requestMetaMembers, v[:]) {
+		return ScannedMeta{}, false
+	}
+	return ScannedMeta{ProgressToken: v[0], ProtocolVersion: v[1], ClientCapabilities: v[2], ClientInfo: v[3],
+		LogLevel: v[4], Traceparent: v[5], Tracestate: v[6], raw: raw}, true
+}
+
+// Decode returns what [DecodeRequestMeta] returns for the _meta that
+// [ScanRequestMeta] read into m (the same value, error and sharing of
+// client capabilities and client info), without reading the _meta's
+// members again. Each call returns a new RequestMeta. m must come from
+// ScanRequestMeta, and the _meta's bytes must not have changed since.
+func (m *ScannedMeta) Decode() (*RequestMeta, error) {
+	if rm, ok := m.decode(); ok {
+		return rm, nil
+	}
+	return unmarshalMeta(m.raw)
+}
 
 // scanMeta decodes raw, a _meta value, as json.Unmarshal into a
 // *RequestMeta does, without a reflection walk when its members can be
@@ -176,15 +216,20 @@ var requestMetaMembers = []string{MetaProgressToken, MetaProtocolVersion, MetaCl
 // not an object, or a member is null, of another type, or does not
 // decode.
 func scanMeta(raw []byte) (m *RequestMeta, ok bool) {
-	var v [7][]byte
-	if !ScanMembers(raw, requestMetaMembers, v[:]) {
+	sm, ok := ScanRequestMeta(raw)
+	if !ok {
 		return nil, false
 	}
-	m = &RequestMeta{ProgressToken: rawCopy(v[0])}
+	return sm.decode()
+}
+
+// decode is scanMeta for the members m holds.
+func (m *ScannedMeta) decode() (rm *RequestMeta, ok bool) {
+	rm = &RequestMeta{ProgressToken: rawCopy(m.ProgressToken)}
 	for _, f := range []struct {
 		raw []byte
 		dst *string
-	}{{v[5], &m.Traceparent}, {v[6], &m.Tracestate}} {
+	}{{m.Traceparent, &rm.Traceparent}, {m.Tracestate, &rm.Tracestate}} {
 		if f.raw == nil {
 			continue
 		}
@@ -192,32 +237,32 @@ func scanMeta(raw []byte) (m *RequestMeta, ok bool) {
 			return nil, false
 		}
 	}
-	if v[1] != nil {
-		s, ok := PlainString(v[1])
+	if m.ProtocolVersion != nil {
+		s, ok := PlainString(m.ProtocolVersion)
 		if !ok {
 			return nil, false
 		}
-		m.ProtocolVersion = &s
+		rm.ProtocolVersion = &s
 	}
-	if v[4] != nil {
-		s, ok := PlainString(v[4])
+	if m.LogLevel != nil {
+		s, ok := PlainString(m.LogLevel)
 		if !ok {
 			return nil, false
 		}
 		l := LoggingLevel(s)
-		m.LogLevel = &l
+		rm.LogLevel = &l
 	}
-	if v[2] != nil {
-		if m.ClientCapabilities, ok = cachedObject(metaCaps, v[2]); !ok {
+	if m.ClientCapabilities != nil {
+		if rm.ClientCapabilities, ok = cachedObject(metaCaps, m.ClientCapabilities); !ok {
 			return nil, false
 		}
 	}
-	if v[3] != nil {
-		if m.ClientInfo, ok = cachedObject(metaInfos, v[3]); !ok {
+	if m.ClientInfo != nil {
+		if rm.ClientInfo, ok = cachedObject(metaInfos, m.ClientInfo); !ok {
 			return nil, false
 		}
 	}
-	return m, true
+	return rm, true
 }
 
 // metaCaps and metaInfos keep the client capabilities and client info of
