@@ -11,20 +11,23 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/internal/testenv"
 	"github.com/mcpfleet/mcpfleet/internal/testutil"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // BenchmarkServe measures the server side of one tools/call echo through
 // the whole in-process all-in-one: the frontend's handler (called
 // directly, no network), the session store, the in-process bus both ways
 // (bus.Local, as `mcpfleet serve` without --nats-listen), and the worker.
+// Tracing is off as in the binaries without OTEL_* variables: the no-op
+// provider (otel's global one would make delegating spans).
 func BenchmarkServe(b *testing.B) {
-	benchServe(b, testenv.StartInProc(b, testenv.InProcOptions{NoFixture: true, LocalBus: true}))
+	benchServe(b, testenv.StartInProc(b, testenv.InProcOptions{NoFixture: true, LocalBus: true, TracerProvider: noop.NewTracerProvider()}))
 }
 
 // BenchmarkServeNATS is BenchmarkServe on an embedded NATS server (as
 // `mcpfleet serve --nats-listen`, and the bus of a cluster).
 func BenchmarkServeNATS(b *testing.B) {
-	benchServe(b, testenv.StartInProc(b, testenv.InProcOptions{NoFixture: true}))
+	benchServe(b, testenv.StartInProc(b, testenv.InProcOptions{NoFixture: true, TracerProvider: noop.NewTracerProvider()}))
 }
 
 func benchServe(b *testing.B, ip *testenv.InProc) {
