@@ -271,49 +271,76 @@ cluster_down() { # frontends and worker drain first, then nats-server and redis-
   stop "${CL_ALL[@]:0:2}"
 }
 
-if want throughput; then
-echo "== throughput and latency: echo tool, c = $CONCS"
-for proto in legacy modern; do
-  if aio_up "mcpfleet-aio-$proto"; then
-    load mcpfleet-aio "$proto" "$AIO_URL" "$AIO_PID" -features "$FEATURES"
-    stop "$AIO_PID"
+# The configurations and peers of a protocol all run side by side, idle
+# but for the one under load, and take the load in turns at each
+# concurrency: a ratio to mcp-go compares runs a minute apart at most, so a
+# change of the machine's speed (other work on its cores, which moves
+# every figure by a fifth or more within minutes) falls on both alike.
+# T_* hold the servers of the round: label, URL(s), PIDs (KIND:PID list),
+# extra mcpfleet bench flags (no spaces inside a flag's value), and
+# whether they are mcpfleet servers (which get -features).
+T_LABEL=() T_URL=() T_PID=() T_ARGS=() T_FEAT=() T_STOP=() T_STOP_LAST=()
+t_add() { # LABEL URL PIDS ARGS FEATURES(0/1)
+  T_LABEL+=("$1") T_URL+=("$2") T_PID+=("$3") T_ARGS+=("$4") T_FEAT+=("$5")
+}
+peer_up() { # LABEL PROTO BINARY ARGS...: starts a peer server and adds it to the round
+  local label=$1 proto=$2 port
+  shift 2
+  port=$(free_port) || { fail "no free port"; return 1; }
+  start "$label-$proto" "$@" -addr "127.0.0.1:$port"
+  T_STOP+=("$PID")
+  if ! wait_port "$port" "$PID"; then
+    fail "$label did not start; see $logs/$label-$proto.log"
+    return 1
   fi
-done
+  t_add "$label" "http://127.0.0.1:$port/mcp" "$PID" "" 0
+}
+cluster_add() { # LABEL NAME FRONTENDS WORKERS [BENCH FLAGS...]: a cluster in the round
+  local label=$1 name=$2 nfe=$3 nw=$4
+  shift 4
+  cluster_up "$name" "$nfe" "$nw" || return 1
+  # Frontends and workers drain first, then nats-server and redis-server.
+  T_STOP+=("${CL_ALL[@]:2}")
+  T_STOP_LAST+=("${CL_ALL[@]:0:2}")
+  t_add "$label" "$CL_URLS" "$CL_PIDS" "-redis $CL_REDIS $*" 1
+}
+
+if want throughput; then
+echo "== throughput and latency: echo tool, c = $CONCS (the servers of a protocol take the load in turns)"
 for proto in legacy modern; do
+  T_LABEL=() T_URL=() T_PID=() T_ARGS=() T_FEAT=() T_STOP=() T_STOP_LAST=()
+  if aio_up "mcpfleet-aio-$proto"; then
+    T_STOP+=("$AIO_PID")
+    t_add mcpfleet-aio "$AIO_URL" "$AIO_PID" "" 1
+  fi
   # CPU summed over nats-server, redis-server, the worker and the
   # frontend, and per kind; Redis commands counted over each window.
-  if cluster_up "cluster-$proto" 1 1; then
-    load mcpfleet-cluster "$proto" "$CL_URLS" "$CL_PIDS" -redis "$CL_REDIS" -features "$FEATURES"
-    cluster_down
-  fi
-done
-for proto in legacy modern; do
+  cluster_add mcpfleet-cluster "cluster-$proto" 1 1
   # As deployed behind a load balancer without sticky routing: 2
   # frontends, 2 workers, every request of a session on the other
   # frontend than its last; CPU of all six processes.
-  if cluster_up "cluster2-$proto" 2 2; then
-    load mcpfleet-cluster-2fe2w "$proto" "$CL_URLS" "$CL_PIDS" -alternate -redis "$CL_REDIS" -features "$FEATURES"
-    cluster_down
-  fi
+  cluster_add mcpfleet-cluster-2fe2w "cluster2-$proto" 2 2 -alternate
+  case $proto in
+    legacy)
+      peer_up go-sdk legacy "$bin/gosdkserver"  # stateful, SSE replies
+      peer_up mcp-go legacy "$bin/mcpgoserver"  # default mode
+      peer_up floor legacy "$bin/floorserver"   # not MCP: bare net/http + encoding/json
+      ;;
+    modern)
+      peer_up go-sdk modern "$bin/gosdkserver" -stateless  # the 2026-07-28 path
+      peer_up mcp-go modern "$bin/mcpgoserver"
+      ;;
+  esac
+  for c in $CONCS; do
+    for i in "${!T_LABEL[@]}"; do
+      read -r -a args <<<"${T_ARGS[$i]}"
+      [ "${T_FEAT[$i]}" = 1 ] && args+=(-features "$FEATURES")
+      bench -label "${T_LABEL[$i]}" -proto "$proto" -url "${T_URL[$i]}" -pid "${T_PID[$i]}" -c "$c" -d "$DUR" -warmup "$WARM" "${args[@]}"
+    done
+  done
+  stop "${T_STOP[@]}"
+  stop "${T_STOP_LAST[@]}"
 done
-peer() { # LABEL PROTO BINARY ARGS...
-  local label=$1 proto=$2 port
-  shift 2
-  port=$(free_port) || { fail "no free port"; return; }
-  start "$label-$proto" "$@" -addr "127.0.0.1:$port"
-  if ! wait_port "$port" "$PID"; then
-    fail "$label did not start; see $logs/$label-$proto.log"
-    stop "$PID"
-    return
-  fi
-  load "$label" "$proto" "http://127.0.0.1:$port/mcp" "$PID"
-  stop "$PID"
-}
-peer go-sdk legacy "$bin/gosdkserver"             # stateful, SSE replies
-peer go-sdk modern "$bin/gosdkserver" -stateless  # the 2026-07-28 path
-peer mcp-go legacy "$bin/mcpgoserver"             # default mode
-peer mcp-go modern "$bin/mcpgoserver"
-peer floor legacy "$bin/floorserver"              # not MCP: bare net/http + encoding/json
 fi
 
 if want scale; then
