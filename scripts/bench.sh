@@ -273,7 +273,7 @@ cluster_down() { # frontends and worker drain first, then nats-server and redis-
 
 # The configurations and peers of a protocol all run side by side, idle
 # but for the one under load, and take the load in turns at each
-# concurrency: a ratio to mcp-go compares runs a minute apart at most, so a
+# concurrency: a ratio to mcp-go compares runs at most four runs apart, so a
 # change of the machine's speed (other work on its cores, which moves
 # every figure by a fifth or more within minutes) falls on both alike.
 # T_* hold the servers of the round: label, URL(s), PIDs (KIND:PID list),

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -125,12 +126,14 @@ func cpuPerReq(x *Result) (float64, bool) {
 }
 
 // WriteTable writes the load results as a table with ratios to the
-// reference configuration (same protocol, same concurrency).
+// reference configuration (same protocol, same concurrency), one
+// configuration's rows together (configurations in the order they first
+// appear, then by protocol and concurrency), however the runs took turns.
 func (r *Records) WriteTable(w io.Writer, o ReportOptions) {
 	o.defaults()
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "config\tproto\tc\treq/s\tp50 ms\tp99 ms\tCPU µs/req\terrors\treq/s vs %s\tCPU vs %s\t\n", o.Ref, o.Ref)
-	for _, x := range r.Loads {
+	for _, x := range r.byConfig() {
 		ref := r.find(o.Ref, x.Proto, x.Concurrency)
 		rr, cr := "-", "-"
 		if ref != nil && ref.RPS > 0 {
@@ -147,6 +150,27 @@ func (r *Records) WriteTable(w io.Writer, o ReportOptions) {
 			x.Label, x.Proto, x.Concurrency, x.RPS, x.P50Ms, x.P99Ms, cpu, x.Errors, rr, cr)
 	}
 	tw.Flush()
+}
+
+// byConfig returns the load results grouped by label (in the order the
+// labels first appear), then protocol (likewise), then concurrency; runs
+// of the same key keep their order.
+func (r *Records) byConfig() []*Result {
+	first := map[string]int{}
+	for _, x := range r.Loads {
+		for _, k := range []string{"l:" + x.Label, "p:" + string(x.Proto)} {
+			if _, ok := first[k]; !ok {
+				first[k] = len(first)
+			}
+		}
+	}
+	out := slices.Clone(r.Loads)
+	slices.SortStableFunc(out, func(a, b *Result) int {
+		return cmp.Or(cmp.Compare(first["l:"+a.Label], first["l:"+b.Label]),
+			cmp.Compare(first["p:"+string(a.Proto)], first["p:"+string(b.Proto)]),
+			cmp.Compare(a.Concurrency, b.Concurrency))
+	})
+	return out
 }
 
 // WriteNotes writes what the servers of the load runs ran with: each

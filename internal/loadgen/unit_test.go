@@ -11,6 +11,7 @@ import (
 	"net"
 	"sort"
 	"strconv"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -596,5 +597,33 @@ func TestNiceScale(t *testing.T) {
 		if got := groupThousands(v); got != want {
 			t.Errorf("groupThousands(%v) = %q, want %q", v, got, want)
 		}
+	}
+}
+
+// The table keeps one configuration's rows together, whatever order the
+// runs took turns in: configurations and protocols in the order they first
+// appear, then by concurrency.
+func TestWriteTableGroupsByConfig(t *testing.T) {
+	recs := &Records{}
+	for _, c := range []int{1, 64} {
+		for _, p := range []Proto{Legacy, Modern} {
+			for _, l := range []string{"mcpfleet-aio", "mcp-go"} {
+				recs.Loads = append(recs.Loads, &Result{Label: l, Proto: p, Concurrency: c, RPS: 100})
+			}
+		}
+	}
+	var b bytes.Buffer
+	recs.WriteTable(&b, ReportOptions{})
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n")[1:] {
+		f := strings.Fields(line)
+		got = append(got, f[0]+" "+f[1]+" "+f[2])
+	}
+	want := []string{
+		"mcpfleet-aio legacy 1", "mcpfleet-aio legacy 64", "mcpfleet-aio modern 1", "mcpfleet-aio modern 64",
+		"mcp-go legacy 1", "mcp-go legacy 64", "mcp-go modern 1", "mcp-go modern 64",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -80,7 +80,14 @@ func (f *inflight) claimAnswer() bool {
 	return f.state.CompareAndSwap(reqRunning, reqAnswered)
 }
 
-// startDeadline starts the timer that ends the request at its deadline.
+// startDeadline starts the timer that ends the request at its deadline
+// (before its handler is queued). A deadline already past ends the
+// request's context now, as context.WithDeadline would: its handler then
+// starts with the context done, and expire answers the timeout.
 func (f *inflight) startDeadline(deadline time.Time) {
-	f.timer = time.AfterFunc(time.Until(deadline), func() { f.end(context.DeadlineExceeded) })
+	d := time.Until(deadline)
+	if d <= 0 {
+		f.end(context.DeadlineExceeded)
+	}
+	f.timer = time.AfterFunc(max(d, 0), func() { f.end(context.DeadlineExceeded) })
 }

@@ -451,7 +451,9 @@ func wantJSON(tb testing.TB, got []byte, want string) {
 // Each request is answered exactly once whichever comes first: its
 // handler's return or the end of its deadline, before its handler runs,
 // while it runs or after it returned (deadlines from just past to just
-// ahead, and a handler that returns at once).
+// ahead, and a handler that returns at once). A request whose deadline
+// had passed when it arrived is a timeout, never the handler's result:
+// its context is done before the handler starts.
 func TestRequestAnsweredOnceAtItsDeadline(t *testing.T) {
 	s := newServer()
 	addTool(t, s, "quick", func(context.Context, *mcp.Request, json.RawMessage) (*protocol.CallToolResult, error) {
@@ -459,23 +461,24 @@ func TestRequestAnsweredOnceAtItsDeadline(t *testing.T) {
 	})
 	f := newFixture(t, s, nil)
 	var streams []*stream
-	timeouts := 0
-	for i := range 200 {
+	call := func(i int, deadline time.Time) *protocol.Message {
 		hdr := legacy("s1")
-		hdr.DeadlineMs = time.Now().Add(time.Duration(i%5-2) * time.Millisecond).UnixMilli()
+		hdr.DeadlineMs = deadline.UnixMilli()
 		st := f.fe.callTool(t, hdr, protocol.Int64ID(int64(i)), "quick", "")
 		streams = append(streams, st)
 		m := st.response(t)
-		switch {
-		case m.Error == nil:
-		case strings.Contains(m.Error.Message, "timed out"):
-			timeouts++
-		default:
+		if m.Error != nil && !strings.Contains(m.Error.Message, "timed out") {
 			t.Fatalf("request %d: %+v, want the result or a timeout", i, m.Error)
 		}
+		return m
 	}
-	if timeouts == 0 {
-		t.Errorf("no request timed out: the past deadlines were not kept")
+	for i := range 50 {
+		if m := call(i, time.Now().Add(-time.Second)); m.Error == nil {
+			t.Fatalf("request %d, its deadline a second past: got the handler's result, want a timeout", i)
+		}
+	}
+	for i := 50; i < 250; i++ {
+		call(i, time.Now().Add(time.Duration(i%5-2)*time.Millisecond))
 	}
 	f.wantNoMore(t, streams...)
 }
