@@ -170,13 +170,6 @@ scale() {
   timeout -k 5 "$SCALE_TIMEOUT" "$bin/mcpfleet" bench -jsonl "$results" "$@" ||
     fail "mcpfleet bench $* exited with status $?"
 }
-load() { # LABEL PROTO URLS PIDS [BENCH FLAGS...]: one run per concurrency
-  local c label=$1 proto=$2 urls=$3 pids=$4
-  shift 4
-  for c in $CONCS; do
-    bench -label "$label" -proto "$proto" -url "$urls" -pid "$pids" -c "$c" -d "$DUR" -warmup "$WARM" "$@"
-  done
-}
 # What every mcpfleet server of the throughput runs has on, recorded with
 # each result and noted under the report's table. Durable delivery (issue
 # 18) cannot be turned off.

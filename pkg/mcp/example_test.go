@@ -121,7 +121,9 @@ func ExampleServer_AddToolMiddleware() {
 	// level=WARN msg="tool call failed" tool=div principal=alice err="division by zero"
 }
 
-func BenchmarkHandleToolsCall(b *testing.B) {
+// newEchoServer is a server with one tool, echo, that returns its text.
+func newEchoServer(b *testing.B) *mcp.Server {
+	b.Helper()
 	s := newServer(b, nil)
 	type in struct {
 		Text string `json:"text"`
@@ -131,6 +133,11 @@ func BenchmarkHandleToolsCall(b *testing.B) {
 	}); err != nil {
 		b.Fatal(err)
 	}
+	return s
+}
+
+func BenchmarkHandleToolsCall(b *testing.B) {
+	s := newEchoServer(b)
 	params := json.RawMessage(`{"name":"echo","arguments":{"text":"hello"}}`)
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -146,15 +153,7 @@ func BenchmarkHandleToolsCall(b *testing.B) {
 // 2026-07-28 request built as a worker builds it (NewRequestParams, then
 // Handle with the same params).
 func BenchmarkHandleModernToolsCall(b *testing.B) {
-	s := newServer(b, nil)
-	type in struct {
-		Text string `json:"text"`
-	}
-	if err := mcp.AddTool(s, &protocol.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.Request, v in) (*protocol.CallToolResult, any, error) {
-		return mcp.TextResult(v.Text), nil, nil
-	}); err != nil {
-		b.Fatal(err)
-	}
+	s := newEchoServer(b)
 	params := json.RawMessage(`{"name":"echo","arguments":{"text":"hello"},"_meta":{` +
 		`"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
 		`"io.modelcontextprotocol/clientInfo":{"name":"bench-client","version":"1.0.0"},` +
