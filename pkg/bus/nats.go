@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	neturl "net/url"
 	"strings"
 	"time"
@@ -102,9 +103,12 @@ func Connect(url string, opts *ConnectOptions) (*nats.Conn, error) {
 		return nil, err
 	}
 	no := append(connOptions(opts.Name, log, timeout), ao...)
+	writeTimeout := nats.GetDefaultOptions().FlusherTimeout
 	if ping > 0 {
 		no = append(no, nats.PingInterval(ping), nats.MaxPingsOutstanding(2), nats.FlusherTimeout(ping), nats.ReconnectOnFlusherError())
+		writeTimeout = ping
 	}
+	no = append(no, nats.SetCustomDialer(&batchDialer{dialer: net.Dialer{Timeout: timeout}, writeTimeout: writeTimeout}))
 	if opts.InboxPrefix != "" {
 		no = append(no, nats.CustomInboxPrefix(opts.InboxPrefix))
 	}
