@@ -28,7 +28,8 @@ const closeFlushTimeout = 200 * time.Millisecond
 
 // batchConn is the connection to a NATS server that Connect dials. Its
 // Write copies the bytes into a buffer and returns; a writer goroutine of
-// its own hands what accumulated to the socket in one system call.
+// its own, started when bytes are pending, hands what accumulated to the
+// socket in one system call.
 //
 // nats.go writes each publish as soon as its flusher goroutine runs, and
 // the Go scheduler runs the flusher right after the goroutine that
@@ -49,8 +50,9 @@ const closeFlushTimeout = 200 * time.Millisecond
 //   - Close first hands what was written before it to the socket, waiting
 //     at most closeFlushTimeout.
 //
-// The writer goroutine is owned by the conn: it ends at Close or at the
-// first write error.
+// The writer goroutine is owned by the conn: it runs while bytes are
+// pending, and ends once it finds none, at the first write error, or
+// at Close.
 type batchConn struct {
 	net.Conn
 	writeTimeout time.Duration
@@ -63,25 +65,21 @@ type batchConn struct {
 	deadline  time.Time     // set by SetWriteDeadline
 	last      time.Time     // when Write was last called
 	busy      bool          // the writer took pending and writes it
+	writer    chan struct{} // non-nil while a writer runs; closed when it ends
+	spare     []byte        // the writer's buffer while none runs
 	inlineGap time.Duration // see the const; tests change it
-
-	kick chan struct{} // cap 1: pending went from empty to not, or Close
-	done chan struct{} // closed when the writer ended
+	closeWait time.Duration // closeFlushTimeout; tests change it
 }
 
-// newBatchConn wraps c and starts its writer. writeTimeout bounds each
-// socket write; 0 means none.
+// newBatchConn wraps c. writeTimeout bounds each socket write; 0 means
+// none.
 func newBatchConn(c net.Conn, writeTimeout time.Duration) *batchConn {
-	b := &batchConn{
+	return &batchConn{
 		Conn:         c,
 		writeTimeout: writeTimeout,
 		inlineGap:    inlineGap,
-		pending:      make([]byte, 0, 32<<10),
-		kick:         make(chan struct{}, 1),
-		done:         make(chan struct{}),
+		closeWait:    closeFlushTimeout,
 	}
-	go b.writeLoop()
-	return b
 }
 
 // Write copies p for the writer. It fails with the sticky error once a
@@ -125,12 +123,15 @@ func (b *batchConn) Write(p []byte) (int, error) {
 		}
 		return len(p), nil
 	}
-	wasEmpty := len(b.pending) == 0
-	b.pending = append(b.pending, p...)
-	b.mu.Unlock()
-	if wasEmpty {
-		b.signal()
+	if b.pending == nil {
+		b.pending = make([]byte, 0, 32<<10)
 	}
+	b.pending = append(b.pending, p...)
+	if b.writer == nil {
+		b.writer = make(chan struct{})
+		go b.writeLoop(b.writer) // owned by the conn: ends once pending is empty, or at an error
+	}
+	b.mu.Unlock()
 	return len(p), nil
 }
 
@@ -146,7 +147,6 @@ func (b *batchConn) writeSocket(p []byte) error {
 	if err != nil {
 		b.failLocked(err)
 		_ = b.Conn.Close()
-		b.signal() // the writer ends
 	}
 	return err
 }
@@ -189,51 +189,48 @@ func waitUntil(ch <-chan struct{}, deadline time.Time) bool {
 	}
 }
 
-func (b *batchConn) signal() {
-	select {
-	case b.kick <- struct{}{}:
-	default:
-	}
-}
-
-// writeLoop hands pending to the socket until Close or a write error.
-func (b *batchConn) writeLoop() {
-	defer close(b.done)
-	out := make([]byte, 0, 32<<10)
-	for range b.kick {
-		// Let the goroutines that are ready to run write theirs first.
-		runtime.Gosched()
-		for {
-			b.mu.Lock()
-			if len(b.pending) == 0 || b.err != nil {
-				end := b.closing || b.err != nil
-				b.mu.Unlock()
-				if end {
-					return
-				}
-				break
-			}
-			out, b.pending = b.pending, out[:0]
-			b.busy = true
-			b.wakeRoomLocked()
+// writeLoop hands pending to the socket until it finds it empty or a
+// write fails, then closes done. At most one runs at a time (b.writer);
+// none runs while nothing is pending, so a conn nats.go abandons without
+// closing it (a failed handshake on reconnection) keeps no goroutine and
+// is collected, its socket closed by the runtime as before.
+func (b *batchConn) writeLoop(done chan struct{}) {
+	defer close(done)
+	// Let the goroutines that are ready to run write theirs first.
+	runtime.Gosched()
+	b.mu.Lock()
+	out := b.spare
+	b.spare = nil
+	b.mu.Unlock()
+	for {
+		b.mu.Lock()
+		if len(b.pending) == 0 || b.err != nil {
+			b.writer = nil
+			b.spare = out[:0]
 			b.mu.Unlock()
-			if b.writeTimeout > 0 {
-				_ = b.Conn.SetWriteDeadline(time.Now().Add(b.writeTimeout))
-			}
-			_, err := b.Conn.Write(out)
-			b.mu.Lock()
-			b.busy = false
-			if err != nil {
-				b.failLocked(err)
-			}
-			b.mu.Unlock()
-			if err != nil {
-				_ = b.Conn.Close() // nats.go's read loop fails, and it reconnects
-				return
-			}
-			if cap(out) > 256<<10 {
-				out = make([]byte, 0, 32<<10) // do not keep a burst's buffer
-			}
+			return
+		}
+		out, b.pending = b.pending, out[:0]
+		b.busy = true
+		b.wakeRoomLocked()
+		b.mu.Unlock()
+		if b.writeTimeout > 0 {
+			_ = b.Conn.SetWriteDeadline(time.Now().Add(b.writeTimeout))
+		}
+		_, err := b.Conn.Write(out)
+		b.mu.Lock()
+		b.busy = false
+		if err != nil {
+			b.failLocked(err)
+			b.writer = nil
+		}
+		b.mu.Unlock()
+		if err != nil {
+			_ = b.Conn.Close() // nats.go's read loop fails, and it reconnects
+			return
+		}
+		if cap(out) > 256<<10 {
+			out = nil // do not keep a burst's buffer
 		}
 	}
 }
@@ -247,22 +244,41 @@ func (b *batchConn) Close() error {
 		return net.ErrClosed
 	}
 	b.closing = true
+	writer := b.writer
 	b.mu.Unlock()
-	b.signal()
-	t := time.NewTimer(closeFlushTimeout)
-	select {
-	case <-b.done:
-	case <-t.C:
+	if writer != nil {
+		t := time.NewTimer(b.closeWait)
+		select {
+		case <-writer:
+		case <-t.C:
+		}
+		t.Stop()
 	}
-	t.Stop()
 	err := b.Conn.Close()
-	<-b.done // a blocked socket write returns once the socket is closed
+	if writer != nil {
+		<-writer // a blocked socket write returns once the socket is closed
+	}
 	b.mu.Lock()
 	if b.err == nil {
 		b.err = net.ErrClosed
 	}
 	b.mu.Unlock()
 	return err
+}
+
+// Read reads from the socket. Once a socket write failed (which closed
+// the socket), it returns that error, so nats.go reports the cause of the
+// loss (a write timeout, a reset) rather than a closed connection.
+func (b *batchConn) Read(p []byte) (int, error) {
+	n, err := b.Conn.Read(p)
+	if err != nil {
+		b.mu.Lock()
+		if b.err != nil && !b.closing {
+			err = b.err
+		}
+		b.mu.Unlock()
+	}
+	return n, err
 }
 
 // SetWriteDeadline bounds a Write that waits for room. Socket writes are

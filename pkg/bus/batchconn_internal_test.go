@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -136,6 +137,19 @@ func whileGateOpens(t *testing.T, g *gatedConn, fn func() error) error {
 	}
 }
 
+// writerOf returns what closes when b's writer ends (closed already when
+// none runs).
+func writerOf(b *batchConn) <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.writer == nil {
+		ch := make(chan struct{})
+		close(ch)
+		return ch
+	}
+	return b.writer
+}
+
 // readN reads n bytes from c, bounded by hang.
 func readN(t *testing.T, c net.Conn, n int) []byte {
 	t.Helper()
@@ -256,7 +270,7 @@ func TestBatchConnWriteErrorSticks(t *testing.T) {
 	if _, err := b.Write([]byte("two")); err != nil {
 		t.Fatalf("second Write (buffered): %v", err)
 	}
-	waitClosed(t, b.done, "the writer's end after the error")
+	waitClosed(t, writerOf(b), "the writer's end after the error")
 	if !g.closed.Load() {
 		t.Error("the socket was not closed after its write failed")
 	}
@@ -286,6 +300,7 @@ func TestBatchConnWriteErrorSticks(t *testing.T) {
 // fails with net.ErrClosed.
 func TestBatchConnCloseFlushes(t *testing.T) {
 	b, g, server := blockedWriter(t, "first;")
+	b.closeWait = hang // the test's machine may be slow to run the writer
 	if _, err := b.Write([]byte("second;")); err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +315,7 @@ func TestBatchConnCloseFlushes(t *testing.T) {
 	if string(got) != "first;second;" {
 		t.Errorf("read %q before EOF, want %q", got, "first;second;")
 	}
-	waitClosed(t, b.done, "the writer's end")
+	waitClosed(t, writerOf(b), "the writer's end")
 	if _, err := b.Write([]byte("late")); !errors.Is(err, net.ErrClosed) {
 		t.Errorf("Write after Close = %v, want net.ErrClosed", err)
 	}
@@ -351,15 +366,124 @@ func TestBatchConnWriteTimeout(t *testing.T) {
 	var err error
 	deadlineAt := time.Now().Add(hang)
 	for i := 0; i < 4096 && err == nil && time.Now().Before(deadlineAt); i++ {
-		_ = b.SetWriteDeadline(time.Now().Add(hang))
-		_, err = b.Write(chunk)
+		_, err = b.Write(chunk) // no write deadline: only the socket write can time out
 	}
-	var ne net.Error
-	if !errors.As(err, &ne) || !ne.Timeout() {
-		t.Fatalf("Write to a peer that does not read = %v, want a timeout", err)
+	var oe *net.OpError
+	if !errors.As(err, &oe) || !oe.Timeout() {
+		t.Fatalf("Write to a peer that does not read = %v, want the socket write's timeout", err)
 	}
-	waitClosed(t, b.done, "the writer's end after the timeout")
+	waitClosed(t, writerOf(b), "the writer's end after the timeout")
 	if !g.closed.Load() {
 		t.Error("the socket was not closed after a write timed out")
 	}
+}
+
+// TestBatchConnNoInlineWhileWriting checks that a quiet Write does not go
+// to the socket while the writer's own write is in progress: its bytes
+// would pass those the writer holds.
+func TestBatchConnNoInlineWhileWriting(t *testing.T) {
+	b, g, server := blockedWriter(t, "first;")
+	defer b.Close()
+	b.mu.Lock()
+	b.last = time.Time{} // the next Write is quiet
+	b.mu.Unlock()
+	if _, err := b.Write([]byte("second;")); err != nil {
+		t.Fatal(err)
+	}
+	if n := g.writes.Load(); n != 1 {
+		t.Fatalf("%d socket writes while the writer's first is blocked, want 1", n)
+	}
+	close(g.gate)
+	if got := readN(t, server, len("first;second;")); string(got) != "first;second;" {
+		t.Errorf("read %q, want %q", got, "first;second;")
+	}
+}
+
+// TestBatchConnCloseBounded checks that Close does not wait for a socket
+// write that stays blocked (a peer that stopped reading) longer than
+// closeFlushTimeout: nats.go closes such a conn, holding its lock, to
+// reconnect.
+func TestBatchConnCloseBounded(t *testing.T) {
+	client, _ := tcpPair(t) // the server end is never read
+	b := newBatchConn(client, time.Minute)
+	b.inlineGap = time.Hour // every Write goes to the writer
+	b.last = time.Now()
+	chunk := make([]byte, 256<<10)
+	// Fill the socket until a Write has to wait for room: the writer's
+	// socket write is then blocked.
+	for i := 0; i < 4096; i++ {
+		_ = b.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
+		if _, err := b.Write(chunk); errors.Is(err, os.ErrDeadlineExceeded) {
+			break
+		} else if err != nil {
+			t.Fatalf("Write: %v", err)
+		}
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- b.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	case <-time.After(hang): // far below the write timeout (a minute)
+		t.Fatal("Close waited for the blocked socket write")
+	}
+	waitClosed(t, writerOf(b), "the writer's end after Close")
+}
+
+// TestBatchConnIdleHoldsNothing checks that no writer runs while nothing
+// is pending, so that a conn nats.go drops without closing it (a failed
+// handshake on reconnection) is collected and its socket closed by the
+// runtime, as a plain TCP conn is.
+func TestBatchConnIdleHoldsNothing(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	func() {
+		client, err := net.DialTimeout("tcp", ln.Addr().String(), hang)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := newBatchConn(client, time.Minute)
+		b.last = time.Now() // the Writes go to the writer
+		for range 10 {
+			if _, err := b.Write([]byte("abandoned;")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitClosed(t, writerOf(b), "the writer's end once nothing is pending")
+	}() // b and client are now unreachable
+	var server net.Conn
+	select {
+	case server = <-accepted:
+	case <-time.After(hang):
+		t.Fatal("accept hung")
+	}
+	if server == nil {
+		t.Fatal("accept failed")
+	}
+	defer server.Close()
+	readN(t, server, 10*len("abandoned;"))
+	buf := make([]byte, 1)
+	for range 200 {
+		runtime.GC()
+		_ = server.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+		_, err := server.Read(buf)
+		if errors.Is(err, io.EOF) {
+			return // the runtime closed the abandoned socket
+		}
+		var ne net.Error
+		if err == nil || !errors.As(err, &ne) || !ne.Timeout() {
+			t.Fatalf("read on the abandoned conn's peer: %v", err)
+		}
+	}
+	t.Fatal("the abandoned conn was never collected: something still holds it")
 }

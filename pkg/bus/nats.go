@@ -46,10 +46,12 @@ type ConnectOptions struct {
 	// unanswered or a write to the server stayed blocked for an interval.
 	// A connection gone silent (a partition: no RST, no FIN) is so
 	// noticed within 2 to 3 intervals, or one when something waits to be
-	// written; with nats.go's own settings (pings every 2 minutes, a
-	// write blocked for up to a minute, no reconnection after it) it
-	// takes minutes, while every publish waits behind the blocked write.
-	// Negative: nats.go's own settings. Below 100ms is a validation error.
+	// written; with nats.go's pings (every 2 minutes) and a minute's
+	// write timeout it takes minutes, while every publish waits behind
+	// the blocked write.
+	// Negative: nats.go's pings (every 2 minutes), and a write blocked for
+	// a minute drops the connection, which is then made again. Below 100ms
+	// is a validation error.
 	// default: DefaultPingInterval (5s)
 	PingInterval time.Duration
 }
@@ -108,7 +110,10 @@ func Connect(url string, opts *ConnectOptions) (*nats.Conn, error) {
 		no = append(no, nats.PingInterval(ping), nats.MaxPingsOutstanding(2), nats.FlusherTimeout(ping), nats.ReconnectOnFlusherError())
 		writeTimeout = ping
 	}
-	no = append(no, nats.SetCustomDialer(&batchDialer{dialer: net.Dialer{Timeout: timeout}, writeTimeout: writeTimeout}))
+	// The dialer gets the host name (SkipHostLookup): net.Dialer spreads
+	// the timeout over the addresses it resolves to, as nats.go's own
+	// dialer does.
+	no = append(no, nats.SkipHostLookup(), nats.SetCustomDialer(&batchDialer{dialer: net.Dialer{Timeout: timeout}, writeTimeout: writeTimeout}))
 	if opts.InboxPrefix != "" {
 		no = append(no, nats.CustomInboxPrefix(opts.InboxPrefix))
 	}
