@@ -140,14 +140,20 @@ func (b *batchConn) Write(p []byte) (int, error) {
 // the socket (so nats.go's read loop fails, and it reconnects). b.mu is
 // held.
 func (b *batchConn) writeSocket(p []byte) error {
-	if b.writeTimeout > 0 {
-		_ = b.Conn.SetWriteDeadline(time.Now().Add(b.writeTimeout))
-	}
-	_, err := b.Conn.Write(p)
+	err := b.socketWrite(p)
 	if err != nil {
 		b.failLocked(err)
 		_ = b.Conn.Close()
 	}
+	return err
+}
+
+// socketWrite writes p to the socket, bounded by the write timeout.
+func (b *batchConn) socketWrite(p []byte) error {
+	if b.writeTimeout > 0 {
+		_ = b.Conn.SetWriteDeadline(time.Now().Add(b.writeTimeout))
+	}
+	_, err := b.Conn.Write(p)
 	return err
 }
 
@@ -214,10 +220,7 @@ func (b *batchConn) writeLoop(done chan struct{}) {
 		b.busy = true
 		b.wakeRoomLocked()
 		b.mu.Unlock()
-		if b.writeTimeout > 0 {
-			_ = b.Conn.SetWriteDeadline(time.Now().Add(b.writeTimeout))
-		}
-		_, err := b.Conn.Write(out)
+		err := b.socketWrite(out)
 		b.mu.Lock()
 		b.busy = false
 		if err != nil {

@@ -21,35 +21,47 @@ import (
 // code is right.
 const hang = 10 * time.Second
 
-// tcpPair returns the two ends of a loopback TCP connection.
-func tcpPair(t *testing.T) (client, server net.Conn) {
+// listen returns the address of a loopback listener and what receives
+// the one connection it accepts (nil when the accept fails).
+func listen(t *testing.T) (string, <-chan net.Conn) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	t.Cleanup(func() { ln.Close() })
 	accepted := make(chan net.Conn, 1)
 	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			close(accepted)
-			return
-		}
+		c, _ := ln.Accept()
 		accepted <- c
 	}()
-	client, err = net.DialTimeout("tcp", ln.Addr().String(), hang)
+	return ln.Addr().String(), accepted
+}
+
+// acceptedConn waits for the connection of listen.
+func acceptedConn(t *testing.T, accepted <-chan net.Conn) net.Conn {
+	t.Helper()
+	select {
+	case c := <-accepted:
+		if c == nil {
+			t.Fatal("accept failed")
+		}
+		return c
+	case <-time.After(hang):
+		t.Fatal("accept hung")
+		return nil
+	}
+}
+
+// tcpPair returns the two ends of a loopback TCP connection.
+func tcpPair(t *testing.T) (client, server net.Conn) {
+	t.Helper()
+	addr, accepted := listen(t)
+	client, err := net.DialTimeout("tcp", addr, hang)
 	if err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case server = <-accepted:
-	case <-time.After(hang):
-		t.Fatal("accept hung")
-	}
-	if server == nil {
-		t.Fatal("accept failed")
-	}
+	server = acceptedConn(t, accepted)
 	t.Cleanup(func() { client.Close(); server.Close() })
 	return client, server
 }
@@ -437,18 +449,9 @@ func TestBatchConnCloseBounded(t *testing.T) {
 // handshake on reconnection) is collected and its socket closed by the
 // runtime, as a plain TCP conn is.
 func TestBatchConnIdleHoldsNothing(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, _ := ln.Accept()
-		accepted <- c
-	}()
+	addr, accepted := listen(t)
 	func() {
-		client, err := net.DialTimeout("tcp", ln.Addr().String(), hang)
+		client, err := net.DialTimeout("tcp", addr, hang)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -461,15 +464,7 @@ func TestBatchConnIdleHoldsNothing(t *testing.T) {
 		}
 		waitClosed(t, writerOf(b), "the writer's end once nothing is pending")
 	}() // b and client are now unreachable
-	var server net.Conn
-	select {
-	case server = <-accepted:
-	case <-time.After(hang):
-		t.Fatal("accept hung")
-	}
-	if server == nil {
-		t.Fatal("accept failed")
-	}
+	server := acceptedConn(t, accepted)
 	defer server.Close()
 	readN(t, server, 10*len("abandoned;"))
 	buf := make([]byte, 1)

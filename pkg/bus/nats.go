@@ -46,12 +46,11 @@ type ConnectOptions struct {
 	// unanswered or a write to the server stayed blocked for an interval.
 	// A connection gone silent (a partition: no RST, no FIN) is so
 	// noticed within 2 to 3 intervals, or one when something waits to be
-	// written; with nats.go's pings (every 2 minutes) and a minute's
-	// write timeout it takes minutes, while every publish waits behind
-	// the blocked write.
+	// written.
 	// Negative: nats.go's pings (every 2 minutes), and a write blocked for
-	// a minute drops the connection, which is then made again. Below 100ms
-	// is a validation error.
+	// a minute drops the connection, which is then made again: a partition
+	// takes minutes to notice, while publishes pile up behind the blocked
+	// write. Below 100ms is a validation error.
 	// default: DefaultPingInterval (5s)
 	PingInterval time.Duration
 }
