@@ -115,7 +115,7 @@ func (p *Proc) ExitCode() int {
 	return p.cmd.ProcessState.ExitCode()
 }
 
-// Done is closed when the process has ended.
+// Done is closed when the process has ended and all its output is in Log.
 func (p *Proc) Done() <-chan struct{} { return p.done }
 
 // Exited reports whether the process has ended.
@@ -164,7 +164,11 @@ func StartEnv(tb testing.TB, name, bin string, env []string, args ...string) *Pr
 	if err := p.cmd.Start(); err != nil {
 		tb.Fatalf("testenv: starting %s: %v", name, err)
 	}
+	// Done is closed only once the whole output is in the log: a test
+	// that reads Log after Done sees every line the process wrote.
+	logged := make(chan struct{})
 	go func() {
+		defer close(logged)
 		sc := bufio.NewScanner(pr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
@@ -173,10 +177,14 @@ func StartEnv(tb testing.TB, name, bin string, env []string, args ...string) *Pr
 			p.log.WriteByte('\n')
 			p.mu.Unlock()
 		}
+		// A line past the buffer ends the scan; the rest is drained
+		// so that the process never blocks on its output.
+		_, _ = io.Copy(io.Discard, pr)
 	}()
 	go func() {
 		_ = p.cmd.Wait()
 		pw.Close()
+		<-logged
 		close(p.done)
 	}()
 	tb.Cleanup(func() {

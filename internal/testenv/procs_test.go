@@ -83,3 +83,20 @@ func TestProcEndChecked(t *testing.T) {
 var upRE = regexp.MustCompile(`(?m)^up$`)
 
 const defaultWait = 10 * time.Second
+
+// Once Done is closed, Log holds the whole output, up to the last line
+// written right before the exit (a one-shot service's result, read by
+// the test that waited for it to end).
+func TestProcDoneHasWholeLog(t *testing.T) {
+	for i := range 100 {
+		p := Start(t, "sh", "/bin/sh", "-c", `echo first; echo last`)
+		select {
+		case <-p.Done():
+		case <-time.After(defaultWait):
+			t.Fatalf("run %d: sh still runs after %s", i, defaultWait)
+		}
+		if got := p.Log(); got != "first\nlast\n" {
+			t.Fatalf("run %d: Log after Done = %q, want both lines", i, got)
+		}
+	}
+}
