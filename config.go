@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/mcpfleet/mcpfleet/internal/gctune"
 	"io"
 	"log/slog"
 	"net"
@@ -51,6 +52,7 @@ type config struct {
 	ID, LogLevel, LogFormat     string
 	StateKey                    string
 	AdminListen, PprofListen    string
+	GCHeadroom                  int64
 	AccessLog                   bool
 	ServeTools, ServePrompts    []string
 	ServeResources              []string
@@ -185,6 +187,7 @@ func (c *config) define(r role, f *flags, program func(*flag.FlagSet)) error {
 	if r.bus() {
 		f.str(&c.ID, "id", "", "ID", "this process's id on the bus (default: random)")
 		f.str(&c.PprofListen, "pprof-listen", "", "ADDR", "serve net/http/pprof on this address, for profiling (keep it on loopback)")
+		f.i64(&c.GCHeadroom, "gc-headroom", gctune.DefaultHeadroom, "bytes the heap may grow by before the next garbage collection while the live heap is smaller: memory spent to collect less often (0: 64 MiB; negative: Go's default pacing; GOGC in the environment also turns it off)")
 		f.dur(&c.DrainTimeout, "drain-timeout", DefaultDrainTimeout, "how long SIGTERM waits for in-flight requests")
 	} else {
 		f.dur(&c.DrainTimeout, "drain-timeout", 5*time.Second, "how long requests in flight at the end of stdin may run on")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/mcpfleet/mcpfleet/internal/gctune"
 	"io"
 	"log/slog"
 	"os"
@@ -224,6 +225,7 @@ func (a *App) runRole(ctx context.Context, r role, args []string) int {
 	}
 	if r.bus() {
 		defer startPprof(c.PprofListen, log)()
+		defer gctune.Start(gctune.Options{Headroom: c.GCHeadroom}).Stop()
 	}
 	switch r {
 	case roleServe:
