@@ -57,6 +57,22 @@ func (s Subjects) Stream(fe, stream string) string {
 	return s.p() + ".fe." + Token(fe) + "." + Token(stream)
 }
 
+// IsStream reports whether subject is Stream(fe, stream), without making
+// that string.
+func (s Subjects) IsStream(subject, fe, stream string) bool {
+	rest, ok := strings.CutPrefix(subject, s.p())
+	if !ok {
+		return false
+	}
+	if rest, ok = strings.CutPrefix(rest, ".fe."); !ok {
+		return false
+	}
+	if rest, ok = strings.CutPrefix(rest, Token(fe)); !ok {
+		return false
+	}
+	return len(rest) > 0 && rest[0] == '.' && rest[1:] == Token(stream)
+}
+
 // FrontendControl is where frontend fe answers liveness probes: a
 // frontend resuming another's stream asks it before taking the stream over.
 func (s Subjects) FrontendControl(fe string) string { return s.p() + ".fectl." + Token(fe) }

@@ -261,3 +261,25 @@ func TestStreamID(t *testing.T) {
 		}
 	}
 }
+
+// IsStream is Stream compared, for clean, escaped and hashed tokens and
+// near misses.
+func TestIsStream(t *testing.T) {
+	long := strings.Repeat("x", bus.MaxTokenLen+1)
+	for _, s := range []bus.Subjects{{}, {Prefix: "tenant.a"}} {
+		for _, fe := range []string{"fe1", "", "a.b", "a*b", long} {
+			for _, st := range []string{"s1", "", "x>y", long} {
+				subj := s.Stream(fe, st)
+				if !s.IsStream(subj, fe, st) {
+					t.Errorf("%+v: IsStream(%q, %q, %q) = false", s, subj, fe, st)
+				}
+				for _, other := range []string{subj + "x", subj[:len(subj)-1], s.Stream(fe+"z", st), s.Stream(fe, st+"z"),
+					bus.Subjects{Prefix: "other"}.Stream(fe, st), s.Append(fe, st), strings.Replace(subj, ".fe.", ".fx.", 1), s.Stream(fe, "") + "."} {
+					if other != subj && s.IsStream(other, fe, st) {
+						t.Errorf("%+v: IsStream(%q, %q, %q) = true", s, other, fe, st)
+					}
+				}
+			}
+		}
+	}
+}

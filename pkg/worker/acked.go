@@ -29,7 +29,6 @@ var errSenderOver = errors.New("worker: the request's stream is over")
 type ackedSender struct {
 	w        *Worker
 	inbox    string // the stream subject (the request's reply subject)
-	fallback string // Subjects.Append of the stream
 	hdr      bus.AppendHeader
 	deadline time.Time // the request's, plus an ack timeout: frames are tried until then
 
@@ -44,11 +43,11 @@ type ackedSender struct {
 // when the request is not one (modern, or its reply subject is not a
 // frontend's stream).
 func (w *Worker) newAckedSender(hdr *bus.RequestHeader, reply string, deadline time.Time) *ackedSender {
-	if hdr.Session == nil || hdr.Frontend == "" || hdr.Stream == "" || reply != w.subj.Stream(hdr.Frontend, hdr.Stream) {
+	if hdr.Session == nil || hdr.Frontend == "" || hdr.Stream == "" || !w.subj.IsStream(reply, hdr.Frontend, hdr.Stream) {
 		return nil
 	}
 	return &ackedSender{
-		w: w, inbox: reply, fallback: w.subj.Append(hdr.Frontend, hdr.Stream),
+		w: w, inbox: reply,
 		hdr:      bus.AppendHeader{Session: hdr.Session.ID, Frontend: hdr.Frontend, Stream: hdr.Stream},
 		deadline: deadline.Add(w.opts.AckTimeout),
 	}
@@ -113,11 +112,12 @@ func (a *ackedSender) deliver(ctx context.Context, seq uint64, frame []byte) err
 		return err
 	}
 	a.w.log.Debug("worker: a frame goes through any frontend", "seq", seq)
+	fallback := a.w.subj.Append(a.hdr.Frontend, a.hdr.Stream)
 	backoff := 20 * time.Millisecond
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
-		if a.request(ctx, &nats.Msg{Subject: a.fallback, Data: data}) {
+		if a.request(ctx, &nats.Msg{Subject: fallback, Data: data}) {
 			return nil
 		}
 		t.Reset(backoff)
