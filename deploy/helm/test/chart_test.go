@@ -814,3 +814,44 @@ func TestDocsCoverValues(t *testing.T) {
 		}
 	}
 }
+
+// GOMEMLIMIT is 90 % of a role's memory limit, in bytes, unless the role
+// has none, sets GOMEMLIMIT in its env, or has a limit that is not a
+// plain quantity; a role's own GOMEMLIMIT is the only one.
+func TestGoMemLimit(t *testing.T) {
+	count := func(c *corev1.Container) (n int, v string) {
+		for _, e := range c.Env {
+			if e.Name == "GOMEMLIMIT" {
+				n, v = n+1, e.Value
+			}
+		}
+		return n, v
+	}
+	for _, tc := range []struct {
+		name       string
+		sets       []string
+		fe, worker string // "" for none
+	}{
+		{name: "defaults (512Mi)", fe: "483183820", worker: "483183820"},
+		{name: "binary and decimal suffixes", sets: []string{"frontend.resources.limits.memory=1.5Gi", "worker.resources.limits.memory=500M"},
+			fe: "1449551462", worker: "450000000"},
+		{name: "no limit, or not a plain quantity", sets: []string{"frontend.resources=null", "worker.resources.limits.memory=1e9"}},
+		{name: "the role's own", sets: []string{"worker.env[0].name=GOMEMLIMIT", "worker.env[0].value=100MiB"}, fe: "483183820", worker: "100MiB"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := render(t, chartDir, kubeRecent, nil, append([]string{"stateKey.value=" + testStateKey}, tc.sets...)...)
+			for _, c := range []struct {
+				ctr  *corev1.Container
+				want string
+			}{{container(t, r.deployments[frontendName]), tc.fe}, {container(t, r.deployments[workerName]), tc.worker}} {
+				n, v := count(c.ctr)
+				switch {
+				case c.want == "" && n != 0:
+					t.Errorf("%s: GOMEMLIMIT=%q, want none", c.ctr.Name, v)
+				case c.want != "" && (n != 1 || v != c.want):
+					t.Errorf("%s: %d GOMEMLIMIT, %q; want one, %q", c.ctr.Name, n, v, c.want)
+				}
+			}
+		})
+	}
+}

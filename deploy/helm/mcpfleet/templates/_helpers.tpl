@@ -405,3 +405,26 @@ topologySpreadConstraints:
 {{- toYaml $out | nindent 2 }}
 {{- end }}
 {{- end }}
+
+{{/*
+GOMEMLIMIT of a role: 90 % of its resources.limits.memory, in bytes, so that
+the Go runtime collects harder as the heap nears the container's limit
+(the garbage-collector tuner, --gc-headroom, lets the heap grow by up to
+64 MiB between collections while the live heap is small). None when the
+role has no memory limit, when its env sets GOMEMLIMIT itself, or when the
+limit is not a plain quantity (a number with no suffix or one of k, M, G,
+T, Ki, Mi, Gi, Ti): (dict "role" .Values.frontend)
+*/}}
+{{- define "mcpfleet.goMemLimit" -}}
+{{- $limit := "" }}
+{{- with .role.resources }}{{ with .limits }}{{ with .memory }}{{ $limit = toString . }}{{ end }}{{ end }}{{ end }}
+{{- $own := false }}
+{{- range .role.env }}{{ if eq (toString .name) "GOMEMLIMIT" }}{{ $own = true }}{{ end }}{{ end }}
+{{- $units := dict "" 1.0 "k" 1e3 "M" 1e6 "G" 1e9 "T" 1e12 "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0 }}
+{{- $num := regexFind "^[0-9]+(\\.[0-9]+)?" $limit }}
+{{- $suffix := trimPrefix $num $limit }}
+{{- if and $num (not $own) (hasKey $units $suffix) }}
+- name: GOMEMLIMIT
+  value: {{ mulf (float64 $num) (get $units $suffix) 0.9 | floor | int64 | toString | quote }}
+{{- end }}
+{{- end }}
