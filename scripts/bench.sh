@@ -22,6 +22,11 @@
 #   BENCH_DURATION       measured time of each run [5s]
 #   BENCH_WARMUP         warm-up of each run [1s]
 #   BENCH_CONCURRENCY    concurrencies ["1 16 64"]
+#   BENCH_ROUNDS         how many times the servers of a protocol take the load
+#                        in turns at c=64, the targets' concurrency [3]: the
+#                        report shows each configuration's median round, and
+#                        a target's ratio is the median of the rounds' ratios
+#                        (each round against the same round of mcp-go)
 #   BENCH_IDLE_SESSIONS  idle legacy sessions [10000] (at 1000, an idle session is
 #                        ~140 B of heap against ~1 MiB of RSS noise from the GC)
 #   BENCH_LISTENS        idle listen streams, and fan-out streams [10000]
@@ -41,6 +46,8 @@ root=$PWD
 DUR=${BENCH_DURATION:-5s}
 WARM=${BENCH_WARMUP:-1s}
 CONCS=${BENCH_CONCURRENCY:-"1 16 64"}
+ROUNDS=${BENCH_ROUNDS:-3}
+TARGET_C=64 # the concurrency of the targets and the chart (mcpfleet bench report -c)
 IDLE_SESSIONS=${BENCH_IDLE_SESSIONS:-10000}
 LISTENS=${BENCH_LISTENS:-10000}
 EVENTS=${BENCH_FANOUT_EVENTS:-20}
@@ -54,6 +61,7 @@ NATS=$(command -v nats-server || echo "$GOBIN/nats-server")
 REDIS=$(command -v redis-server || echo /usr/bin/redis-server)
 
 die() { echo "bench: $*" >&2; exit 1; }
+[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "BENCH_ROUNDS must be a positive integer, not '$ROUNDS'"
 errors=0
 fail() { echo "bench: ERROR: $*" >&2; errors=$((errors + 1)); }
 
@@ -177,7 +185,7 @@ FEATURES="durable delivery on (always), tracing off (no OTEL_* variable), access
 
 echo "== mcpfleet bench: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 echo "$(go version); kernel $(uname -r); $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'); $(nproc) cores shared by servers and load generator"
-echo "duration ${DUR} + warm-up ${WARM} per run; concurrency ${CONCS}; open files limit $(ulimit -n); results in $results"
+echo "duration ${DUR} + warm-up ${WARM} per run; concurrency ${CONCS}, ${ROUNDS} round(s) at c=${TARGET_C}; open files limit $(ulimit -n); results in $results"
 echo "mcpfleet servers run with --access-log=false (the peers write no access log) and tracing off unless a section says otherwise"
 [[ " $CONCS " == *" 64 "* ]] || echo "note: the targets and the chart are at c=64, which BENCH_CONCURRENCY does not include: they will say MISSING"
 
@@ -269,6 +277,9 @@ cluster_down() { # frontends and worker drain first, then nats-server and redis-
 # concurrency: a ratio to mcp-go compares runs at most four runs apart, so a
 # change of the machine's speed (other work on its cores, which moves
 # every figure by a fifth or more within minutes) falls on both alike.
+# At c=$TARGET_C the turns are repeated ROUNDS times; the report pairs
+# round k of each server with round k of mcp-go and takes the median of
+# the rounds' ratios (internal/loadgen/rounds.go).
 # T_* hold the servers of the round: label, URL(s), PIDs (KIND:PID list),
 # extra mcpfleet bench flags (no spaces inside a flag's value), and
 # whether they are mcpfleet servers (which get -features).
@@ -299,7 +310,7 @@ cluster_add() { # LABEL NAME FRONTENDS WORKERS [BENCH FLAGS...]: a cluster in th
 }
 
 if want throughput; then
-echo "== throughput and latency: echo tool, c = $CONCS (the servers of a protocol take the load in turns)"
+echo "== throughput and latency: echo tool, c = $CONCS (the servers of a protocol take the load in turns; $ROUNDS round(s) at c=$TARGET_C)"
 for proto in legacy modern; do
   T_LABEL=() T_URL=() T_PID=() T_ARGS=() T_FEAT=() T_STOP=() T_STOP_LAST=()
   if aio_up "mcpfleet-aio-$proto"; then
@@ -325,10 +336,14 @@ for proto in legacy modern; do
       ;;
   esac
   for c in $CONCS; do
-    for i in "${!T_LABEL[@]}"; do
-      read -r -a args <<<"${T_ARGS[$i]}"
-      [ "${T_FEAT[$i]}" = 1 ] && args+=(-features "$FEATURES")
-      bench -label "${T_LABEL[$i]}" -proto "$proto" -url "${T_URL[$i]}" -pid "${T_PID[$i]}" -c "$c" -d "$DUR" -warmup "$WARM" "${args[@]}"
+    n=1
+    [ "$c" = "$TARGET_C" ] && n=$ROUNDS
+    for _ in $(seq "$n"); do
+      for i in "${!T_LABEL[@]}"; do
+        read -r -a args <<<"${T_ARGS[$i]}"
+        [ "${T_FEAT[$i]}" = 1 ] && args+=(-features "$FEATURES")
+        bench -label "${T_LABEL[$i]}" -proto "$proto" -url "${T_URL[$i]}" -pid "${T_PID[$i]}" -c "$c" -d "$DUR" -warmup "$WARM" "${args[@]}"
+      done
     done
   done
   stop "${T_STOP[@]}"

@@ -21,6 +21,11 @@ type ProcSample struct {
 	RSS int64
 	// Threads is the number of OS threads.
 	Threads int
+	// Switches is the context switches of the process's threads,
+	// voluntary (a thread that waited: for the network, a lock, a futex)
+	// and not (preempted), from /proc/<pid>/task/*/status. A thread that
+	// ended takes its count with it.
+	Switches int64
 }
 
 // CPU returns the CPU time of the sample.
@@ -59,9 +64,7 @@ func SampleProcs(pids []int) (ProcSample, error) {
 		if err != nil {
 			return ProcSample{}, err
 		}
-		s.CPUTicks += one.CPUTicks
-		s.RSS += one.RSS
-		s.Threads += one.Threads
+		s.add(one)
 	}
 	return s, nil
 }
@@ -83,6 +86,7 @@ func (s *ProcSample) add(o ProcSample) {
 	s.CPUTicks += o.CPUTicks
 	s.RSS += o.RSS
 	s.Threads += o.Threads
+	s.Switches += o.Switches
 }
 
 func sampleProc(pid int) (ProcSample, error) {
@@ -128,7 +132,42 @@ func sampleProc(pid int) (ProcSample, error) {
 			s.Threads, _ = strconv.Atoi(fs[0])
 		}
 	}
+	s.Switches = threadSwitches(pid)
 	return s, nil
+}
+
+// threadSwitches sums voluntary_ctxt_switches and
+// nonvoluntary_ctxt_switches over the threads of pid; a thread that ends
+// while it reads is skipped.
+func threadSwitches(pid int) int64 {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, e := range ents {
+		b, err := os.ReadFile(dir + "/" + e.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		n += statusSwitches(b)
+	}
+	return n
+}
+
+// statusSwitches reads the two context-switch counts of a
+// /proc/.../status file and returns their sum.
+func statusSwitches(status []byte) int64 {
+	var n int64
+	for _, line := range strings.Split(string(status), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if ok && (k == "voluntary_ctxt_switches" || k == "nonvoluntary_ctxt_switches") {
+			c, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			n += c
+		}
+	}
+	return n
 }
 
 // selfCPU returns the CPU time this process has used.

@@ -107,17 +107,6 @@ func (o *ReportOptions) defaults() {
 	}
 }
 
-// find returns the last load result with label, proto and concurrency.
-func (r *Records) find(label string, proto Proto, c int) *Result {
-	var out *Result
-	for _, x := range r.Loads {
-		if x.Label == label && x.Proto == proto && x.Concurrency == c {
-			out = x
-		}
-	}
-	return out
-}
-
 func cpuPerReq(x *Result) (float64, bool) {
 	if x == nil || x.Server == nil || x.OK == 0 {
 		return 0, false
@@ -129,25 +118,28 @@ func cpuPerReq(x *Result) (float64, bool) {
 // reference configuration (same protocol, same concurrency), one
 // configuration's rows together (configurations in the order they first
 // appear, then by protocol and concurrency), however the runs took turns.
+// A configuration measured in several rounds has one row: the figures of
+// its median round (see find), the ratios the median of each round's
+// ratio to the same round of the reference, and the number of rounds.
 func (r *Records) WriteTable(w io.Writer, o ReportOptions) {
 	o.defaults()
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "config\tproto\tc\treq/s\tp50 ms\tp99 ms\tCPU µs/req\terrors\treq/s vs %s\tCPU vs %s\t\n", o.Ref, o.Ref)
-	for _, x := range r.byConfig() {
-		ref := r.find(o.Ref, x.Proto, x.Concurrency)
+	fmt.Fprintf(tw, "config\tproto\tc\treq/s\tp50 ms\tp99 ms\tCPU µs/req\terrors\treq/s vs %s\tCPU vs %s\trounds\t\n", o.Ref, o.Ref)
+	for _, k := range r.keys() {
+		x := r.find(k.label, k.proto, k.c)
 		rr, cr := "-", "-"
-		if ref != nil && ref.RPS > 0 {
-			rr = fmt.Sprintf("%.2fx", x.RPS/ref.RPS)
+		if m, _, ok := medianRatio(r.ratios(k.label, o.Ref, k.proto, k.c, false)); ok {
+			rr = fmt.Sprintf("%.2fx", m)
 		}
 		cpu := "-"
 		if v, ok := cpuPerReq(x); ok {
 			cpu = fmt.Sprintf("%.0f", v)
-			if rv, ok := cpuPerReq(ref); ok && rv > 0 {
-				cr = fmt.Sprintf("%.2fx", v/rv)
+			if m, _, ok := medianRatio(r.ratios(k.label, o.Ref, k.proto, k.c, true)); ok {
+				cr = fmt.Sprintf("%.2fx", m)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.3f\t%.3f\t%s\t%d\t%s\t%s\t\n",
-			x.Label, x.Proto, x.Concurrency, x.RPS, x.P50Ms, x.P99Ms, cpu, x.Errors, rr, cr)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.3f\t%.3f\t%s\t%d\t%s\t%s\t%d\t\n",
+			x.Label, x.Proto, x.Concurrency, x.RPS, x.P50Ms, x.P99Ms, cpu, x.Errors, rr, cr, len(r.rounds(k.label, k.proto, k.c)))
 	}
 	tw.Flush()
 }
@@ -220,14 +212,17 @@ func (r *Records) HasBreakdown() bool {
 var kindOrder = []string{"frontend", "worker", "nats-server", "redis-server"}
 
 // WriteBreakdown writes, for the load runs with CPU by kind of process or
-// Redis counters (the cluster runs), the CPU µs per request of each kind
+// Redis counters (the cluster runs; of a configuration measured in
+// several rounds, its median round), the CPU µs per request of each kind
 // beside the total, and Redis commands and reads per request; then, at
-// the report's concurrency, the Redis commands per request by command.
+// the report's concurrency, the context switches per request of each kind
+// and the Redis commands per request by command.
 func (r *Records) WriteBreakdown(w io.Writer, o ReportOptions) {
 	o.defaults()
 	var kinds []string
 	var rows []*Result
-	for _, x := range r.Loads {
+	for _, k := range r.keys() {
+		x := r.find(k.label, k.proto, k.c)
 		has := x.Redis != nil
 		if x.Server != nil {
 			for _, k := range x.Server.Kinds {
@@ -280,6 +275,7 @@ func (r *Records) WriteBreakdown(w io.Writer, o ReportOptions) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "Redis commands/req: the commands Redis ran over the window, those run inside scripts included (INFO commandstats; EVALSHA/EVAL count the scripts sent); reads/req: its read events from clients (INFO stats total_reads_processed), about one per round trip, a pipeline being one")
+	writeSwitches(w, rows, kinds, o.Concurrency)
 	for _, x := range rows {
 		if x.Redis == nil || x.OK == 0 || x.Concurrency != o.Concurrency {
 			continue
@@ -387,18 +383,17 @@ func (r *Records) Targets(o ReportOptions) []Target {
 		case ref == nil:
 			return 0, o.Ref + " not measured", false
 		}
-		if cpu {
-			v, ok1 := cpuPerReq(x)
-			rv, ok2 := cpuPerReq(ref)
-			if !ok1 || !ok2 || rv == 0 {
-				return 0, "no CPU figures", false
-			}
-			return v / rv, fmt.Sprintf("%.2fx (%.0f vs %.0f µs/req)", v/rv, v, rv), true
-		}
-		if ref.RPS == 0 {
+		rs := r.ratios(label, o.Ref, proto, c, cpu)
+		m, mid, ok := medianRatio(rs)
+		switch {
+		case !ok && cpu:
+			return 0, "no CPU figures", false
+		case !ok:
 			return 0, "reference has no throughput", false
+		case cpu:
+			return m, describeRatios(m, mid, rs, "µs/req"), true
 		}
-		return x.RPS / ref.RPS, fmt.Sprintf("%.2fx (%.0f vs %.0f req/s)", x.RPS/ref.RPS, x.RPS, ref.RPS), true
+		return m, describeRatios(m, mid, rs, "req/s"), true
 	}
 	cpuAtMost := func(label, what string, proto Proto, limit float64) {
 		v, m, ok := ratio(label, proto, true)
@@ -508,7 +503,7 @@ func summed(label string, o ReportOptions) string {
 // heading of its group.
 func (r *Records) WriteTargets(w io.Writer, o ReportOptions) {
 	o.defaults()
-	fmt.Fprintf(w, "load targets at c=%d; ratios to %s measured in the same run, same protocol and concurrency\n", o.Concurrency, o.Ref)
+	fmt.Fprintf(w, "load targets at c=%d; ratios to %s measured in the same run, same protocol and concurrency (with several rounds, the median of the rounds' ratios, each round against the same round of %s)\n", o.Concurrency, o.Ref, o.Ref)
 	group := ""
 	for _, t := range r.Targets(o) {
 		if t.Group != group {

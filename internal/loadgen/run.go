@@ -79,6 +79,10 @@ type ServerStats struct {
 	RSSBeforeMiB float64 `json:"rss_before_MiB"`
 	RSSAfterMiB  float64 `json:"rss_after_MiB"`
 	Threads      int     `json:"threads"`
+	// SwitchesPerReq is the processes' context switches over the window
+	// (ProcSample.Switches) per successful request: how often a thread
+	// of theirs stopped, to wait or preempted.
+	SwitchesPerReq float64 `json:"switches_per_req"`
 	// Kinds splits the figures by kind of process (Config.PIDKinds), in
 	// the order the kinds first appear.
 	Kinds []KindStats `json:"kinds,omitempty"`
@@ -91,6 +95,9 @@ type KindStats struct {
 	CPUS        float64 `json:"cpu_s"`
 	CPUUsPerReq float64 `json:"cpu_us_per_req"`
 	RSSAfterMiB float64 `json:"rss_after_MiB"`
+	// SwitchesPerReq is as ServerStats.SwitchesPerReq, for these
+	// processes.
+	SwitchesPerReq float64 `json:"switches_per_req"`
 }
 
 // Kind returns the figures of kind, or nil.
@@ -326,13 +333,21 @@ func serverStats(pids []int, kinds []string, p0, p1 []ProcSample, ok int64) *Ser
 		b.add(p0[i])
 		a.add(p1[i])
 	}
+	switchesPerReq := func(n int64) float64 {
+		if ok <= 0 {
+			return 0
+		}
+		return float64(n) / float64(ok)
+	}
 	cpu := cpuOf(a.CPUTicks - b.CPUTicks)
-	st := &ServerStats{PIDs: pids, CPUS: cpu.Seconds(), CPUUsPerReq: perReq(cpu), RSSBeforeMiB: mib(b.RSS), RSSAfterMiB: mib(a.RSS), Threads: a.Threads}
+	st := &ServerStats{PIDs: pids, CPUS: cpu.Seconds(), CPUUsPerReq: perReq(cpu), RSSBeforeMiB: mib(b.RSS), RSSAfterMiB: mib(a.RSS), Threads: a.Threads,
+		SwitchesPerReq: switchesPerReq(a.Switches - b.Switches)}
 	if len(kinds) == 0 {
 		return st
 	}
 	ticks := map[string]int64{}
 	rss := map[string]int64{}
+	switches := map[string]int64{}
 	for i, p := range pids {
 		k := kinds[i]
 		if k == "" {
@@ -346,11 +361,13 @@ func serverStats(pids []int, kinds []string, p0, p1 []ProcSample, ok int64) *Ser
 		ks.PIDs = append(ks.PIDs, p)
 		ticks[k] += p1[i].CPUTicks - p0[i].CPUTicks
 		rss[k] += p1[i].RSS
+		switches[k] += p1[i].Switches - p0[i].Switches
 	}
 	for i := range st.Kinds {
 		ks := &st.Kinds[i]
 		c := cpuOf(ticks[ks.Kind])
 		ks.CPUS, ks.CPUUsPerReq, ks.RSSAfterMiB = c.Seconds(), perReq(c), mib(rss[ks.Kind])
+		ks.SwitchesPerReq = switchesPerReq(switches[ks.Kind])
 	}
 	return st
 }
@@ -493,10 +510,13 @@ func (r *Result) WriteText(w io.Writer) {
 		orDash(r.Label), r.Proto, r.Negotiated, r.Tool, r.Concurrency, sid, r.DurationS, r.OK, r.Errors, r.RPS,
 		r.P50Ms, r.P90Ms, r.P99Ms, r.MaxMs, r.JSONResponses, r.SSEResponses, r.LoadgenCPUS)
 	if s := r.Server; s != nil {
-		fmt.Fprintf(w, " server_cpu_s=%.2f server_cpu_us_per_req=%.0f server_rss_MiB=%.1f->%.1f server_threads=%d",
-			s.CPUS, s.CPUUsPerReq, s.RSSBeforeMiB, s.RSSAfterMiB, s.Threads)
+		fmt.Fprintf(w, " server_cpu_s=%.2f server_cpu_us_per_req=%.0f server_rss_MiB=%.1f->%.1f server_threads=%d server_switches_per_req=%.2f",
+			s.CPUS, s.CPUUsPerReq, s.RSSBeforeMiB, s.RSSAfterMiB, s.Threads, s.SwitchesPerReq)
 		for _, k := range s.Kinds {
 			fmt.Fprintf(w, " cpu_us_per_req[%s]=%.0f", k.Kind, k.CPUUsPerReq)
+		}
+		for _, k := range s.Kinds {
+			fmt.Fprintf(w, " switches_per_req[%s]=%.2f", k.Kind, k.SwitchesPerReq)
 		}
 	}
 	if rs := r.Redis; rs != nil {

@@ -350,12 +350,18 @@ func TestServerStatsByKind(t *testing.T) {
 	p0 := make([]ProcSample, len(pids))
 	p1 := make([]ProcSample, len(pids))
 	for i := range pids {
-		p0[i] = ProcSample{CPUTicks: 1000, RSS: 1 << 20, Threads: 2}
-		p1[i] = ProcSample{CPUTicks: 1000 + used[i], RSS: 2 << 20, Threads: 3}
+		p0[i] = ProcSample{CPUTicks: 1000, RSS: 1 << 20, Threads: 2, Switches: 500}
+		p1[i] = ProcSample{CPUTicks: 1000 + used[i], RSS: 2 << 20, Threads: 3, Switches: 500 + 10000*int64(i)}
 	}
 	st := serverStats(pids, kinds, p0, p1, 10000)
-	if st.CPUS != 3 || st.CPUUsPerReq != 300 || st.Threads != 18 || st.RSSAfterMiB != 12 || st.RSSBeforeMiB != 6 {
+	if st.CPUS != 3 || st.CPUUsPerReq != 300 || st.Threads != 18 || st.RSSAfterMiB != 12 || st.RSSBeforeMiB != 6 || st.SwitchesPerReq != 15 {
 		t.Errorf("total: %+v", st)
+	}
+	// Switches in the window: 0, 1, 2 ... 5 per request for PID i.
+	for i, want := range map[string]float64{"frontend": 1, "worker": 2, "other": 3, "nats-server": 4, "redis-server": 5} {
+		if got := st.Kind(i).SwitchesPerReq; got != want {
+			t.Errorf("%s: %v switches per request, want %v", i, got, want)
+		}
 	}
 	want := []KindStats{
 		{Kind: "frontend", PIDs: []int{11, 12}, CPUS: 1.5, CPUUsPerReq: 150, RSSAfterMiB: 4},
@@ -408,8 +414,9 @@ func TestBreakdownAndNotes(t *testing.T) {
 			Features: "durable delivery on (always), tracing off, access log off"},
 		{Kind: "load", Label: "mcpfleet-cluster-2fe2w", Proto: Legacy, Concurrency: 64, OK: 1000, RPS: 5000, URLs: []string{"a", "b"}, Alternate: true,
 			Features: "durable delivery on (always), tracing off, access log off",
-			Server:   &ServerStats{CPUUsPerReq: 250, Kinds: []KindStats{{Kind: "nats-server", CPUUsPerReq: 40}, {Kind: "redis-server", CPUUsPerReq: 30}, {Kind: "worker", CPUUsPerReq: 60}, {Kind: "frontend", CPUUsPerReq: 120}}},
-			Redis:    &RedisStats{Commands: 3500, CommandsPerReq: 3.5, Reads: 3000, ReadsPerReq: 3, Calls: map[string]int64{"evalsha": 2000, "get": 1000, "pexpire": 500}}},
+			Server: &ServerStats{CPUUsPerReq: 250, SwitchesPerReq: 5, Kinds: []KindStats{{Kind: "nats-server", CPUUsPerReq: 40, SwitchesPerReq: 1}, {Kind: "redis-server", CPUUsPerReq: 30, SwitchesPerReq: 0.25},
+				{Kind: "worker", CPUUsPerReq: 60, SwitchesPerReq: 1.25}, {Kind: "frontend", CPUUsPerReq: 120, SwitchesPerReq: 2.5}}},
+			Redis: &RedisStats{Commands: 3500, CommandsPerReq: 3.5, Reads: 3000, ReadsPerReq: 3, Calls: map[string]int64{"evalsha": 2000, "get": 1000, "pexpire": 500}}},
 		{Kind: "load", Label: "mcpfleet-cluster-2fe2w", Proto: Modern, Concurrency: 16, OK: 1000, RPS: 6000, URLs: []string{"a", "b"}, Alternate: true,
 			Features: "durable delivery on (always), tracing on",
 			Server:   &ServerStats{CPUUsPerReq: 150, Kinds: []KindStats{{Kind: "frontend", CPUUsPerReq: 70}, {Kind: "worker", CPUUsPerReq: 50}, {Kind: "nats-server", CPUUsPerReq: 30}, {Kind: "redis-server", CPUUsPerReq: 0}}},
@@ -422,8 +429,11 @@ func TestBreakdownAndNotes(t *testing.T) {
 	recs.WriteBreakdown(&b, ReportOptions{})
 	out := b.String()
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 5 || !strings.HasPrefix(lines[3], "Redis commands/req: the commands Redis ran") {
+	if len(lines) != 6 || !strings.HasPrefix(lines[3], "Redis commands/req: the commands Redis ran") {
 		t.Fatalf("breakdown:\n%s", out)
+	}
+	if want := "context switches per request, mcpfleet-cluster-2fe2w legacy c=64: frontend 2.50, worker 1.25, nats-server 1.00, redis-server 0.25 (all 5.00)"; lines[4] != want {
+		t.Errorf("switches: %q, want %q", lines[4], want)
 	}
 	for i, want := range [][]string{
 		{"config", "proto", "c", "req/s", "CPU", "µs/req", "total", "frontend", "worker", "nats-server", "redis-server", "Redis", "commands/req", "Redis", "reads/req"},
@@ -434,8 +444,8 @@ func TestBreakdownAndNotes(t *testing.T) {
 			t.Errorf("line %d: %q, want %q", i, got, want)
 		}
 	}
-	if lines[4] != "Redis commands per request, mcpfleet-cluster-2fe2w legacy c=64: evalsha 2.00, get 1.00, pexpire 0.50" {
-		t.Errorf("by command: %q", lines[4])
+	if lines[5] != "Redis commands per request, mcpfleet-cluster-2fe2w legacy c=64: evalsha 2.00, get 1.00, pexpire 0.50" {
+		t.Errorf("by command: %q", lines[5])
 	}
 	b.Reset()
 	recs.WriteNotes(&b)
