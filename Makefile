@@ -127,7 +127,9 @@ lint: vet
 # and exported to Jaeger, always_off), the targets (issue 21's, at c=64)
 # with PASS/FAIL, and a chart, .cache/bench/chart.svg. BENCH_DURATION
 # (default 5s) is each run's measured time, BENCH_SECTIONS picks parts;
-# scripts/bench.sh lists the other knobs.
+# scripts/bench.sh lists the other knobs. It installs what it runs first
+# (scripts/deps.sh: redis-server, nats-server, Jaeger), as `make test`
+# does, so a fresh clone runs it alone.
 .PHONY: bench
-bench:
+bench: deps
 	./scripts/bench.sh
