@@ -187,7 +187,7 @@ echo "== mcpfleet bench: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 echo "$(go version); kernel $(uname -r); $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'); $(nproc) cores shared by servers and load generator"
 echo "duration ${DUR} + warm-up ${WARM} per run; concurrency ${CONCS}, ${ROUNDS} round(s) at c=${TARGET_C}; open files limit $(ulimit -n); results in $results"
 echo "mcpfleet servers run with --access-log=false (the peers write no access log) and tracing off unless a section says otherwise"
-[[ " $CONCS " == *" 64 "* ]] || echo "note: the targets and the chart are at c=64, which BENCH_CONCURRENCY does not include: they will say MISSING"
+[[ " $CONCS " == *" $TARGET_C "* ]] || echo "note: the targets and the chart are at c=$TARGET_C, which BENCH_CONCURRENCY does not include: they will say MISSING"
 
 echo "== building"
 (cd "$PEERS" && go build -o "$bin/" ./cmd/gosdkserver ./cmd/mcpgoserver ./cmd/floorserver) || die "building the peer servers"
@@ -338,11 +338,11 @@ for proto in legacy modern; do
   for c in $CONCS; do
     n=1
     [ "$c" = "$TARGET_C" ] && n=$ROUNDS
-    for _ in $(seq "$n"); do
+    for round in $(seq "$n"); do
       for i in "${!T_LABEL[@]}"; do
         read -r -a args <<<"${T_ARGS[$i]}"
         [ "${T_FEAT[$i]}" = 1 ] && args+=(-features "$FEATURES")
-        bench -label "${T_LABEL[$i]}" -proto "$proto" -url "${T_URL[$i]}" -pid "${T_PID[$i]}" -c "$c" -d "$DUR" -warmup "$WARM" "${args[@]}"
+        bench -label "${T_LABEL[$i]}" -round "$round" -proto "$proto" -url "${T_URL[$i]}" -pid "${T_PID[$i]}" -c "$c" -d "$DUR" -warmup "$WARM" "${args[@]}"
       done
     done
   done

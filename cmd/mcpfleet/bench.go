@@ -59,6 +59,7 @@ func runBench(args []string) int {
 		jsonl    = fs.String("jsonl", "", "also append the JSON result as one line to `FILE` (read by mcpfleet bench report)")
 		quiet    = fs.Bool("quiet", false, "no progress line on stderr")
 		label    = fs.String("label", "", "name of this configuration in the results")
+		round    = fs.Int("round", 0, "number of this run among those of the same -label, -proto and -c (1, 2, ...): the report pairs round k with round k of mcp-go (0: runs are numbered in the order recorded)")
 		timeout  = fs.Duration("timeout", loadgen.DefaultRequestTimeout, "timeout of every HTTP exchange")
 		scale    = fs.String("scale", "", "instead of load: sessions (idle legacy sessions), listens (idle listen streams) or fanout (resources/updated to many listen streams)")
 		n        = fs.Int("n", 0, "scale: number of sessions or streams (default 1000 sessions, 10000 streams)")
@@ -114,7 +115,7 @@ func runBench(args []string) int {
 	} else {
 		cfg := loadgen.Config{URLs: loadgen.SplitList(*urls), Proto: loadgen.Proto(*proto), Concurrency: *conc, Duration: *dur,
 			Warmup: *warm, Sessions: *sessions, Tool: *tool, Args: json.RawMessage(*toolArgs), PIDs: pidList, PIDKinds: pidKinds,
-			RedisURL: *redisURL, Alternate: *alt, Features: *features, RequestTimeout: *timeout, Label: *label}
+			RedisURL: *redisURL, Alternate: *alt, Features: *features, RequestTimeout: *timeout, Label: *label, Round: *round}
 		if !*quiet {
 			cfg.Progress = os.Stderr
 		}

@@ -96,6 +96,12 @@ type Config struct {
 	RequestTimeout time.Duration
 	// Label names the run in results.
 	Label string
+	// Round numbers the run among those of the same label, protocol and
+	// concurrency (1, 2, ...), recorded in the result: the report pairs
+	// round k of a configuration with round k of its reference. Zero: not
+	// numbered (the report then numbers a configuration's runs in the
+	// order they were recorded).
+	Round int
 }
 
 // withDefaults validates c and fills in the defaults.

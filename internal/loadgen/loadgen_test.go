@@ -31,7 +31,7 @@ func TestRunBothProtocols(t *testing.T) {
 				URLs: []string{env.URL, env.URL}, Proto: proto, Concurrency: 4, Sessions: 2,
 				Duration: time.Second, Warmup: 200 * time.Millisecond,
 				PIDs:     []int{os.Getpid()}, // the server runs in this process
-				Progress: &progress, ProgressInterval: 300 * time.Millisecond, Label: "inproc",
+				Progress: &progress, ProgressInterval: 300 * time.Millisecond, Label: "inproc", Round: 2,
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -49,8 +49,11 @@ func TestRunBothProtocols(t *testing.T) {
 			if proto == loadgen.Legacy && res.Sessions != 2 {
 				t.Errorf("sessions = %d, want 2", res.Sessions)
 			}
-			if res.Server == nil || res.Server.RSSAfterMiB <= 0 || res.Server.Threads <= 0 {
+			if res.Server == nil || res.Server.RSSAfterMiB <= 0 || res.Server.Threads <= 0 || res.Server.SwitchesPerReq <= 0 {
 				t.Errorf("server stats missing: %+v", res.Server)
+			}
+			if res.Round != 2 {
+				t.Errorf("round %d, want 2", res.Round)
 			}
 			if res.JSONResponses+res.SSEResponses < res.OK {
 				t.Errorf("replies %d+%d < ok %d", res.JSONResponses, res.SSEResponses, res.OK)

@@ -132,18 +132,21 @@ func sampleProc(pid int) (ProcSample, error) {
 			s.Threads, _ = strconv.Atoi(fs[0])
 		}
 	}
-	s.Switches = threadSwitches(pid)
+	if s.Switches, err = threadSwitches(pid); err != nil {
+		return s, err
+	}
 	return s, nil
 }
 
 // threadSwitches sums voluntary_ctxt_switches and
 // nonvoluntary_ctxt_switches over the threads of pid; a thread that ends
-// while it reads is skipped.
-func threadSwitches(pid int) int64 {
+// while it reads is skipped (so a later sample may count fewer: see
+// serverStats).
+func threadSwitches(pid int) (int64, error) {
 	dir := fmt.Sprintf("/proc/%d/task", pid)
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return 0
+		return 0, fmt.Errorf("loadgen: reading the threads of PID %d: %w", pid, err)
 	}
 	var n int64
 	for _, e := range ents {
@@ -153,7 +156,7 @@ func threadSwitches(pid int) int64 {
 		}
 		n += statusSwitches(b)
 	}
-	return n
+	return n, nil
 }
 
 // statusSwitches reads the two context-switch counts of a

@@ -125,6 +125,7 @@ func (r *Records) WriteTable(w io.Writer, o ReportOptions) {
 	o.defaults()
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "config\tproto\tc\treq/s\tp50 ms\tp99 ms\tCPU µs/req\terrors\treq/s vs %s\tCPU vs %s\trounds\t\n", o.Ref, o.Ref)
+	several := false
 	for _, k := range r.keys() {
 		x := r.find(k.label, k.proto, k.c)
 		rr, cr := "-", "-"
@@ -140,8 +141,12 @@ func (r *Records) WriteTable(w io.Writer, o ReportOptions) {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.3f\t%.3f\t%s\t%d\t%s\t%s\t%d\t\n",
 			x.Label, x.Proto, x.Concurrency, x.RPS, x.P50Ms, x.P99Ms, cpu, x.Errors, rr, cr, len(r.rounds(k.label, k.proto, k.c)))
+		several = several || len(r.rounds(k.label, k.proto, k.c)) > 1
 	}
 	tw.Flush()
+	if several {
+		fmt.Fprintf(w, "rounds > 1: the row's figures are its median round by CPU µs/req (by req/s without CPU figures); its ratios are the medians of each round's ratio to the same round of %s\n", o.Ref)
+	}
 }
 
 // byConfig returns the load results grouped by label (in the order the
@@ -225,10 +230,10 @@ func (r *Records) WriteBreakdown(w io.Writer, o ReportOptions) {
 		x := r.find(k.label, k.proto, k.c)
 		has := x.Redis != nil
 		if x.Server != nil {
-			for _, k := range x.Server.Kinds {
+			for _, ks := range x.Server.Kinds {
 				has = true
-				if !slices.Contains(kinds, k.Kind) {
-					kinds = append(kinds, k.Kind)
+				if !slices.Contains(kinds, ks.Kind) {
+					kinds = append(kinds, ks.Kind)
 				}
 			}
 		}
@@ -390,10 +395,12 @@ func (r *Records) Targets(o ReportOptions) []Target {
 			return 0, "no CPU figures", false
 		case !ok:
 			return 0, "reference has no throughput", false
-		case cpu:
-			return m, describeRatios(m, mid, rs, "µs/req"), true
 		}
-		return m, describeRatios(m, mid, rs, "req/s"), true
+		_, runs := r.numbered(label, proto, c)
+		if cpu {
+			return m, describeRatios(m, mid, rs, len(runs), "µs/req"), true
+		}
+		return m, describeRatios(m, mid, rs, len(runs), "req/s"), true
 	}
 	cpuAtMost := func(label, what string, proto Proto, limit float64) {
 		v, m, ok := ratio(label, proto, true)

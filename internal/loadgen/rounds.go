@@ -11,8 +11,11 @@ import (
 // and concurrency: `make bench` has the servers of a protocol take the
 // load in turns, and repeats the turns at the targets' concurrency
 // (BENCH_ROUNDS), so that round k of every server ran within a minute of
-// round k of the others. The k-th result of a (label, protocol,
-// concurrency) in the records is its round k. On a machine whose speed
+// round k of the others. A result's round is its Round (`mcpfleet bench
+// -round`, which bench.sh sets); a result without one is numbered by its
+// place among those of its (label, protocol, concurrency), the first being
+// round 1. So a run that failed and wrote no result leaves a gap, not a
+// shift: round k is still paired with round k. On a machine whose speed
 // drifts, a ratio of two servers is steadier when taken within a round,
 // and the median over rounds drops the round a burst of other work fell
 // on.
@@ -86,16 +89,40 @@ type roundRatio struct {
 	v, x, ref float64
 }
 
+// numbered returns the results of label, proto and c by round number
+// (see above; of two with the same number, the later), and the numbers in
+// increasing order.
+func (r *Records) numbered(label string, proto Proto, c int) (map[int]*Result, []int) {
+	byRound := map[int]*Result{}
+	var nums []int
+	for i, x := range r.rounds(label, proto, c) {
+		n := x.Round
+		if n <= 0 {
+			n = i + 1
+		}
+		if _, ok := byRound[n]; !ok {
+			nums = append(nums, n)
+		}
+		byRound[n] = x
+	}
+	slices.Sort(nums)
+	return byRound, nums
+}
+
 // ratios returns, for each round that both label and ref have at proto
 // and c, label's figure over ref's: CPU per request when cpu is set (a
 // round without CPU figures on either side is left out), else req/s (a
 // round whose reference has no throughput is left out). Round k of one is
 // paired with round k of the other.
 func (r *Records) ratios(label, ref string, proto Proto, c int, cpu bool) []roundRatio {
-	xs, refs := r.rounds(label, proto, c), r.rounds(ref, proto, c)
+	xs, nums := r.numbered(label, proto, c)
+	refs, _ := r.numbered(ref, proto, c)
 	var out []roundRatio
-	for i := range min(len(xs), len(refs)) {
-		x, rf := xs[i], refs[i]
+	for _, n := range nums {
+		x, rf := xs[n], refs[n]
+		if rf == nil {
+			continue
+		}
 		if cpu {
 			v, ok1 := cpuPerReq(x)
 			rv, ok2 := cpuPerReq(rf)
@@ -129,16 +156,22 @@ func medianRatio(rs []roundRatio) (float64, roundRatio, bool) {
 
 // describeRatios says what medianRatio found: "1.97x (169 vs 86 µs/req)"
 // for one round; with several, the median, each round's ratio in order
-// and the figures of the middle round.
-func describeRatios(m float64, mid roundRatio, rs []roundRatio, unit string) string {
+// and the figures of the middle round. runs is the number of rounds of
+// the configuration: when fewer were compared (a round its reference
+// lacks, or without figures), it says how many.
+func describeRatios(m float64, mid roundRatio, rs []roundRatio, runs int, unit string) string {
+	of := ""
+	if runs > len(rs) {
+		of = fmt.Sprintf(" (%d of its %d rounds compared)", len(rs), runs)
+	}
 	if len(rs) == 1 {
-		return fmt.Sprintf("%.2fx (%.0f vs %.0f %s)", m, mid.x, mid.ref, unit)
+		return fmt.Sprintf("%.2fx (%.0f vs %.0f %s)%s", m, mid.x, mid.ref, unit, of)
 	}
 	each := make([]string, len(rs))
 	for i, x := range rs {
 		each[i] = fmt.Sprintf("%.2fx", x.v)
 	}
-	return fmt.Sprintf("%.2fx, median of %d rounds (%s; middle round %.0f vs %.0f %s)", m, len(rs), strings.Join(each, ", "), mid.x, mid.ref, unit)
+	return fmt.Sprintf("%.2fx, median of %d rounds (%s; middle round %.0f vs %.0f %s)%s", m, len(rs), strings.Join(each, ", "), mid.x, mid.ref, unit, of)
 }
 
 // keys returns the (label, protocol, concurrency) of the load results,

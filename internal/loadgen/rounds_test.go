@@ -47,8 +47,8 @@ func TestTableShowsTheMedianRound(t *testing.T) {
 	var b bytes.Buffer
 	roundsRecords().WriteTable(&b, ReportOptions{})
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	if len(lines) != 3 {
-		t.Fatalf("want a header and one row per configuration:\n%s", b.String())
+	if len(lines) != 4 || !strings.HasPrefix(lines[3], "rounds > 1: the row's figures are its median round by CPU") {
+		t.Fatalf("want a header, one row per configuration and the rounds note:\n%s", b.String())
 	}
 	if h := strings.Fields(lines[0]); h[len(h)-1] != "rounds" {
 		t.Errorf("header %q", lines[0])
@@ -156,5 +156,49 @@ func TestSampleSwitchesCountsThreads(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no context switch counted in 10 s: %d then %d", s0.Switches, s1.Switches)
 		}
+	}
+}
+
+// TestRoundsPairByNumber: a round that left no result (its run failed)
+// leaves a gap: the rounds after it still pair with the same rounds of
+// the reference, and the target says how many rounds were compared.
+func TestRoundsPairByNumber(t *testing.T) {
+	load := func(label string, round int, cpu float64) *Result {
+		return &Result{Kind: "load", Label: label, Round: round, Proto: Legacy, Concurrency: 64, OK: 1000, RPS: 1000, Server: &ServerStats{CPUUsPerReq: cpu}}
+	}
+	recs := &Records{Loads: []*Result{
+		load("mcpfleet-cluster", 1, 150), load("mcp-go", 1, 80),
+		// mcp-go's round 2 failed: no result.
+		load("mcpfleet-cluster", 2, 400),
+		load("mcpfleet-cluster", 3, 140), load("mcp-go", 3, 80),
+	}}
+	rs := recs.ratios("mcpfleet-cluster", "mcp-go", Legacy, 64, true)
+	// Paired by place, the cluster's round 2 (400) would meet mcp-go's
+	// round 3 (5x) and its round 3 nothing.
+	if len(rs) != 2 || rs[0].v != 150.0/80 || rs[1].v != 140.0/80 {
+		t.Fatalf("ratios %+v, want rounds 1 and 3: 1.875x and 1.75x", rs)
+	}
+	got := issue21Statuses(t, recs)["cluster (1 frontend, 1 worker) legacy c=64 summed CPU/req <= 2.0x mcp-go"]
+	if got.Status != "PASS" || got.Measured != "1.81x, median of 2 rounds (1.88x, 1.75x; middle round 140 vs 80 µs/req) (2 of its 3 rounds compared)" {
+		t.Errorf("target %+v", got)
+	}
+	// Without round numbers, the order numbers them.
+	for _, x := range recs.Loads {
+		x.Round = 0
+	}
+	if rs := recs.ratios("mcpfleet-cluster", "mcp-go", Legacy, 64, true); len(rs) != 2 || rs[1].v != 5 {
+		t.Errorf("unnumbered: %+v, want round 2 paired with mcp-go's second result (400/80)", rs)
+	}
+}
+
+// TestSwitchesNeverNegative: a thread that ended in the window took its
+// count with it; the process's figure stays at zero or above.
+func TestSwitchesNeverNegative(t *testing.T) {
+	pids := []int{1, 2}
+	p0 := []ProcSample{{Switches: 5000}, {Switches: 100}}
+	p1 := []ProcSample{{Switches: 1000}, {Switches: 300}}
+	st := serverStats(pids, []string{"frontend", "worker"}, p0, p1, 100)
+	if st.SwitchesPerReq != 2 || st.Kind("frontend").SwitchesPerReq != 0 || st.Kind("worker").SwitchesPerReq != 2 {
+		t.Errorf("%+v", st)
 	}
 }

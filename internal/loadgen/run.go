@@ -15,8 +15,10 @@ import (
 // Result is what one Run measured. Latencies are of successful requests
 // completed inside the measured window.
 type Result struct {
-	Kind       string   `json:"kind"` // "load"
-	Label      string   `json:"label,omitempty"`
+	Kind  string `json:"kind"` // "load"
+	Label string `json:"label,omitempty"`
+	// Round is Config.Round.
+	Round      int      `json:"round,omitempty"`
 	Proto      Proto    `json:"proto"`
 	Negotiated string   `json:"negotiated"`
 	URLs       []string `json:"urls"`
@@ -168,7 +170,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	cl := newClient(cfg.URLs, cfg.Concurrency+16, cfg.RequestTimeout)
 	cl.alternate = cfg.Alternate
 	defer cl.close()
-	res := &Result{Kind: "load", Label: cfg.Label, Proto: cfg.Proto, URLs: cfg.URLs, Tool: cfg.Tool, Concurrency: cfg.Concurrency,
+	res := &Result{Kind: "load", Label: cfg.Label, Round: cfg.Round, Proto: cfg.Proto, URLs: cfg.URLs, Tool: cfg.Tool, Concurrency: cfg.Concurrency,
 		Alternate: cfg.Alternate, Features: cfg.Features}
 
 	var sessions []*session
@@ -339,9 +341,13 @@ func serverStats(pids []int, kinds []string, p0, p1 []ProcSample, ok int64) *Ser
 		}
 		return float64(n) / float64(ok)
 	}
+	var sw int64
+	for i := range pids {
+		sw += max(p1[i].Switches-p0[i].Switches, 0)
+	}
 	cpu := cpuOf(a.CPUTicks - b.CPUTicks)
 	st := &ServerStats{PIDs: pids, CPUS: cpu.Seconds(), CPUUsPerReq: perReq(cpu), RSSBeforeMiB: mib(b.RSS), RSSAfterMiB: mib(a.RSS), Threads: a.Threads,
-		SwitchesPerReq: switchesPerReq(a.Switches - b.Switches)}
+		SwitchesPerReq: switchesPerReq(sw)}
 	if len(kinds) == 0 {
 		return st
 	}
@@ -361,7 +367,9 @@ func serverStats(pids []int, kinds []string, p0, p1 []ProcSample, ok int64) *Ser
 		ks.PIDs = append(ks.PIDs, p)
 		ticks[k] += p1[i].CPUTicks - p0[i].CPUTicks
 		rss[k] += p1[i].RSS
-		switches[k] += p1[i].Switches - p0[i].Switches
+		// A thread that ended in the window took its count with it: a
+		// process's figure never goes below zero.
+		switches[k] += max(p1[i].Switches-p0[i].Switches, 0)
 	}
 	for i := range st.Kinds {
 		ks := &st.Kinds[i]
