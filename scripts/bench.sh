@@ -445,7 +445,7 @@ fi
 
 echo
 if [ -s "$results" ]; then
-  "$bin/mcpfleet" bench report -svg "$chart" "$results" || fail "the report failed"
+  "$bin/mcpfleet" bench report -c "$TARGET_C" -svg "$chart" "$results" || fail "the report failed"
 else
   fail "no results"
 fi

@@ -128,6 +128,7 @@ func (r *Records) WriteTable(w io.Writer, o ReportOptions) {
 	several := false
 	for _, k := range r.keys() {
 		x := r.find(k.label, k.proto, k.c)
+		_, nums := r.numbered(k.label, k.proto, k.c)
 		rr, cr := "-", "-"
 		if m, _, ok := medianRatio(r.ratios(k.label, o.Ref, k.proto, k.c, false)); ok {
 			rr = fmt.Sprintf("%.2fx", m)
@@ -140,8 +141,8 @@ func (r *Records) WriteTable(w io.Writer, o ReportOptions) {
 			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.3f\t%.3f\t%s\t%d\t%s\t%s\t%d\t\n",
-			x.Label, x.Proto, x.Concurrency, x.RPS, x.P50Ms, x.P99Ms, cpu, x.Errors, rr, cr, len(r.rounds(k.label, k.proto, k.c)))
-		several = several || len(r.rounds(k.label, k.proto, k.c)) > 1
+			x.Label, x.Proto, x.Concurrency, x.RPS, x.P50Ms, x.P99Ms, cpu, x.Errors, rr, cr, len(nums))
+		several = several || len(nums) > 1
 	}
 	tw.Flush()
 	if several {

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -43,12 +44,17 @@ func (r *Records) rounds(label string, proto Proto, c int) []*Result {
 }
 
 // find returns the result the report shows for label, proto and c: the
-// only one, or with several rounds the median round, by CPU per request
+// only round, or with several the median round (of two results of one
+// round, the later: see numbered), by CPU per request
 // (by req/s when a round has no CPU figure); nil when there is none. With
 // an even number of rounds it is the lower of the two middle ones by CPU
 // (the higher by req/s).
 func (r *Records) find(label string, proto Proto, c int) *Result {
-	xs := r.rounds(label, proto, c)
+	byRound, nums := r.numbered(label, proto, c)
+	xs := make([]*Result, len(nums))
+	for i, n := range nums {
+		xs[i] = byRound[n]
+	}
 	switch len(xs) {
 	case 0:
 		return nil
@@ -66,21 +72,11 @@ func (r *Records) find(label string, proto Proto, c int) *Result {
 		if byCPU {
 			va, _ := cpuPerReq(a)
 			vb, _ := cpuPerReq(b)
-			return compareFloat(va, vb)
+			return cmp.Compare(va, vb)
 		}
-		return compareFloat(b.RPS, a.RPS)
+		return cmp.Compare(b.RPS, a.RPS)
 	})
 	return sorted[(len(sorted)-1)/2]
-}
-
-func compareFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // roundRatio is the ratio of a configuration to the reference in one
@@ -146,7 +142,7 @@ func medianRatio(rs []roundRatio) (float64, roundRatio, bool) {
 		return 0, roundRatio{}, false
 	}
 	s := slices.Clone(rs)
-	slices.SortStableFunc(s, func(a, b roundRatio) int { return compareFloat(a.v, b.v) })
+	slices.SortStableFunc(s, func(a, b roundRatio) int { return cmp.Compare(a.v, b.v) })
 	mid := s[(len(s)-1)/2]
 	if len(s)%2 == 0 {
 		return (mid.v + s[len(s)/2].v) / 2, mid, true

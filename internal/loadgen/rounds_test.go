@@ -182,6 +182,15 @@ func TestRoundsPairByNumber(t *testing.T) {
 	if got.Status != "PASS" || got.Measured != "1.81x, median of 2 rounds (1.88x, 1.75x; middle round 140 vs 80 µs/req) (2 of its 3 rounds compared)" {
 		t.Errorf("target %+v", got)
 	}
+	// A round run again (same number) counts once, the later result.
+	recs.Loads = append(recs.Loads, load("mcpfleet-cluster", 3, 100))
+	if _, nums := recs.numbered("mcpfleet-cluster", Legacy, 64); len(nums) != 3 {
+		t.Errorf("rounds %v, want 1, 2, 3", nums)
+	}
+	if rs := recs.ratios("mcpfleet-cluster", "mcp-go", Legacy, 64, true); len(rs) != 2 || rs[1].v != 100.0/80 {
+		t.Errorf("re-run round: %+v, want round 3 as 100/80", rs)
+	}
+	recs.Loads = recs.Loads[:len(recs.Loads)-1]
 	// Without round numbers, the order numbers them.
 	for _, x := range recs.Loads {
 		x.Round = 0

@@ -341,9 +341,13 @@ func serverStats(pids []int, kinds []string, p0, p1 []ProcSample, ok int64) *Ser
 		}
 		return float64(n) / float64(ok)
 	}
+	// Switches of each PID over the window. A thread that ended in it took
+	// its count with it: a process's figure never goes below zero.
+	sws := make([]int64, len(pids))
 	var sw int64
 	for i := range pids {
-		sw += max(p1[i].Switches-p0[i].Switches, 0)
+		sws[i] = max(p1[i].Switches-p0[i].Switches, 0)
+		sw += sws[i]
 	}
 	cpu := cpuOf(a.CPUTicks - b.CPUTicks)
 	st := &ServerStats{PIDs: pids, CPUS: cpu.Seconds(), CPUUsPerReq: perReq(cpu), RSSBeforeMiB: mib(b.RSS), RSSAfterMiB: mib(a.RSS), Threads: a.Threads,
@@ -367,9 +371,7 @@ func serverStats(pids []int, kinds []string, p0, p1 []ProcSample, ok int64) *Ser
 		ks.PIDs = append(ks.PIDs, p)
 		ticks[k] += p1[i].CPUTicks - p0[i].CPUTicks
 		rss[k] += p1[i].RSS
-		// A thread that ended in the window took its count with it: a
-		// process's figure never goes below zero.
-		switches[k] += max(p1[i].Switches-p0[i].Switches, 0)
+		switches[k] += sws[i]
 	}
 	for i := range st.Kinds {
 		ks := &st.Kinds[i]
