@@ -225,7 +225,7 @@ func (a *App) runRole(ctx context.Context, r role, args []string) int {
 	}
 	if r.bus() {
 		defer startPprof(c.PprofListen, log)()
-		defer gctune.Start(gctune.Options{Headroom: c.GCHeadroom}).Stop()
+		defer gctune.Start(gctune.Options{Headroom: c.GCHeadroom, IdleRelease: c.GCIdleRelease}).Stop()
 	}
 	switch r {
 	case roleServe:

@@ -353,14 +353,20 @@ fi
 
 if want scale; then
 echo "== scale"
-if aio_up scale-aio; then
+# The scale runs measure what an idle session and an idle stream hold
+# once the process is idle. The garbage-collector tuner gives the garbage
+# of the load back after --gc-idle-release of idleness (1m by default);
+# these servers set 1s, so that they reach that state within the
+# runs' settle pause (mcpfleet bench -settle, 2s) instead of a minute.
+SCALE_GC=(--gc-idle-release 1s)
+if aio_up scale-aio "${SCALE_GC[@]}"; then
   scale -scale sessions -n "$IDLE_SESSIONS" -url "$AIO_URL" -pid "$AIO_PID" -metrics "$AIO_METRICS" -label mcpfleet-aio
   stop "$AIO_PID"
 fi
 # nats-server + redis-server + 2 frontends (no listen cap) + 1 worker:
 # sessions on frontend 2 (with Redis), idle listen streams on frontend 1,
 # then the fan-out over both.
-if cluster_up scale-cluster 2 1 --max-listen-subscriptions 0; then
+if cluster_up scale-cluster 2 1 --max-listen-subscriptions 0 "${SCALE_GC[@]}"; then
   fe1=${CL_URLS%%,*} fe2=${CL_URLS##*,}
   scale -scale sessions -n "$IDLE_SESSIONS" -url "$fe2" -pid "${CL_FE_PIDS[1]}" -metrics "${CL_FE_METRICS[1]}" -redis "$CL_REDIS" -label mcpfleet-cluster
   scale -scale listens -n "$LISTENS" -url "$fe1" -pid "${CL_FE_PIDS[0]}" -metrics "${CL_FE_METRICS[0]}" -label mcpfleet-frontend

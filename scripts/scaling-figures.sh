@@ -504,8 +504,11 @@ if part ops && up ops; then
 fi
 
 # ---------------------------------------------------------------- memory
+# The memory runs' frontends give the garbage of the load back after 1 s of
+# idleness (--gc-idle-release; 1m by default), within the runs' settle
+# pause: the figures are what an idle process holds.
 part memory && echo "== memory: idle legacy sessions (n=$N, after as many warm-up sessions)"
-if part memory && up mem-sessions; then
+if part memory && up mem-sessions --gc-idle-release 1s; then
   timeout -k 5 120 "$bin/mcpfleet" bench -json -scale sessions -n "$N" -settle 1s -url "$FE" -pid "$FE_PID" -metrics "$METRICS" -redis "$RURL" \
     >"$OUT/sessions.json" || fail "-scale sessions exited with status $?"
   r=$(cat "$OUT/sessions.json")
@@ -519,7 +522,7 @@ if part memory && up mem-sessions; then
 fi
 
 part memory && echo "== memory: idle listen streams (n=$N)"
-if part memory && up mem-listens --max-listen-subscriptions 0; then
+if part memory && up mem-listens --max-listen-subscriptions 0 --gc-idle-release 1s; then
   timeout -k 5 120 "$bin/mcpfleet" bench -json -scale listens -n "$N" -settle 1s -url "$FE" -pid "$FE_PID" -metrics "$METRICS" \
     >"$OUT/listens.json" || fail "-scale listens exited with status $?"
   r=$(cat "$OUT/listens.json")
@@ -579,7 +582,7 @@ sessions_parallel() {
   curl -s -Z --parallel-max 32 --max-time 60 -K "$cfgf" 2>>"$logs/curl.log" || return 1
   sids+=("${new[@]}")
 }
-if part memory && up mem-gets; then
+if part memory && up mem-gets --gc-idle-release 1s; then
   W=$((N / 4))
   sids=()
   sessions_parallel $((W + N)) || fail "opening the sessions of the GET streams"

@@ -11,12 +11,21 @@
 // MaxPercent. Once the live heap reaches Headroom, GOGC is the base again
 // and the process behaves as without the tuner. The memory it costs is at
 // most Headroom (plus what the runtime keeps of freed pages), and only
-// while the process is busy: once it has allocated less than Headroom/64
-// bytes in each of two checks (IdleCheck apart), the tuner puts the base
-// GOGC back and returns the garbage's pages to the system
-// (debug.FreeOSMemory), so an idle process holds its live heap, as
-// without the tuner. That forced collection runs only while the live heap
-// is under Headroom, so it is short.
+// while the process is busy or was lately: once it has allocated less
+// than Headroom/64 bytes in each check (IdleCheck apart) for IdleRelease
+// (a minute by default), the tuner puts the base GOGC back and returns the
+// garbage's pages to the system (debug.FreeOSMemory), so an idle process
+// holds its live heap, as without the tuner. That forced collection runs
+// only while the live heap is under Headroom, so it is short.
+//
+// Why wait a minute: pages handed back are faulted in again, one by one,
+// when the heap grows once more, and a heap that grows by Headroom touches
+// Headroom/4096 pages. With a release after a second of quiet, a process
+// whose load comes in bursts a few seconds or tens of seconds apart paid
+// those faults (and the zeroing of cold memory) at every burst: measured,
+// a cluster of 2 frontends and 2 workers idle for 30 s between runs of
+// load cost 17 to 34 % more CPU per request in the next run than one that
+// kept its pages (docs/scaling.md).
 //
 // A GOGC or GOMEMLIMIT the operator set wins: with GOGC in the
 // environment the tuner does not start (that GOGC stays), and a memory
@@ -46,6 +55,11 @@ type Options struct {
 	// IdleCheck is the interval of the idleness checks; 0 means
 	// DefaultIdleCheck.
 	IdleCheck time.Duration
+	// IdleRelease is how long the process must stay idle (less than
+	// Headroom/64 bytes allocated in each check) before the tuner gives
+	// the garbage back; 0 means DefaultIdleRelease. It counts in whole
+	// checks, at least two.
+	IdleRelease time.Duration
 }
 
 const (
@@ -55,6 +69,8 @@ const (
 	DefaultMaxPercent = 1600
 	// DefaultIdleCheck is Options.IdleCheck's default.
 	DefaultIdleCheck = 500 * time.Millisecond
+	// DefaultIdleRelease is Options.IdleRelease's default.
+	DefaultIdleRelease = time.Minute
 )
 
 // Tuner adjusts GOGC after each collection until Stop.
@@ -68,6 +84,7 @@ type Tuner struct {
 	released int        // how many times the idle process gave its garbage back; guarded by mu
 	idle     bool       // released, and no allocation since: tune keeps the base; guarded by mu
 	cycles   int        // collections tune saw; guarded by mu (for tests)
+	checks   int        // idleness checks made; guarded by mu (for tests)
 	sample   []metrics.Sample
 	stop     chan struct{}
 	done     chan struct{}
@@ -101,24 +118,57 @@ func Start(o Options) *Tuner {
 		t.max = DefaultMaxPercent
 	}
 	t.max = max(t.max, base)
-	idle := o.IdleCheck
-	if idle <= 0 {
-		idle = DefaultIdleCheck
+	every := o.IdleCheck
+	if every <= 0 {
+		every = DefaultIdleCheck
+	}
+	after := o.IdleRelease
+	if after <= 0 {
+		after = DefaultIdleRelease
 	}
 	t.tune()
 	t.arm()
-	go t.watchIdle(idle)
+	go t.watchIdle(every, idleCounter{threshold: uint64(t.headroom / 64), need: ChecksFor(after, every)}) // owned by t: ends with Stop
 	return t
 }
 
-// watchIdle gives the garbage back once the process is idle: two checks
-// in a row that saw less than headroom/64 bytes allocated since the one
-// before. It returns when Stop closes t.stop.
-func (t *Tuner) watchIdle(every time.Duration) {
+// ChecksFor is how many idleness checks every apart make up the idle
+// time after: after/every rounded up, at least two (one quiet check may
+// fall between two bursts of a busy process).
+func ChecksFor(after, every time.Duration) int {
+	n := (after + every - 1) / every
+	return int(max(n, 2))
+}
+
+// idleCounter decides, check by check, when the process has been idle
+// long enough: need checks in a row that each saw less than threshold
+// bytes allocated since the one before.
+type idleCounter struct {
+	threshold uint64
+	need      int
+	quiet     int
+}
+
+// check takes the bytes allocated since the last check. It reports busy
+// when they reach the threshold, and release when this check completes
+// need quiet ones in a row (and again at each quiet check after that:
+// Tuner.release does nothing when nothing was raised since).
+func (c *idleCounter) check(allocated uint64) (busy, release bool) {
+	if allocated >= c.threshold {
+		c.quiet = 0
+		return true, false
+	}
+	c.quiet++
+	return false, c.quiet >= c.need
+}
+
+// watchIdle gives the garbage back once the process has been idle for
+// long enough (c). It returns when Stop closes t.stop.
+func (t *Tuner) watchIdle(every time.Duration, c idleCounter) {
 	defer close(t.done)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
-	last, quiet := t.allocated(), 0
+	last := t.allocated()
 	for {
 		select {
 		case <-t.stop:
@@ -126,14 +176,15 @@ func (t *Tuner) watchIdle(every time.Duration) {
 		case <-tick.C:
 		}
 		now := t.allocated()
-		if now-last < uint64(t.headroom/64) {
-			quiet++
-		} else {
-			quiet = 0
+		busy, release := c.check(now - last)
+		last = now
+		t.mu.Lock()
+		t.checks++
+		t.mu.Unlock()
+		if busy {
 			t.busy()
 		}
-		last = now
-		if quiet >= 2 {
+		if release {
 			t.release()
 		}
 	}

@@ -61,7 +61,7 @@ func TestTunerRaisesReleasesRestores(t *testing.T) {
 	t.Setenv("GOGC", "") // an operator's GOGC would turn it off
 	base := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(base)
-	tu := Start(Options{Headroom: 32 << 20, IdleCheck: 20 * time.Millisecond})
+	tu := Start(Options{Headroom: 32 << 20, IdleCheck: 20 * time.Millisecond, IdleRelease: 40 * time.Millisecond})
 	if tu == nil {
 		t.Fatal("Start returned no tuner")
 	}
@@ -118,6 +118,78 @@ func TestTunerRaisesReleasesRestores(t *testing.T) {
 	}
 }
 
+func TestChecksFor(t *testing.T) {
+	for _, tc := range []struct {
+		after, every time.Duration
+		want         int
+	}{
+		{DefaultIdleRelease, DefaultIdleCheck, 120}, // a minute of half-second checks
+		{time.Second, 500 * time.Millisecond, 2},
+		{1100 * time.Millisecond, 500 * time.Millisecond, 3}, // rounded up
+		{time.Millisecond, time.Second, 2},                   // at least two
+		{0, time.Second, 2},
+	} {
+		if got := ChecksFor(tc.after, tc.every); got != tc.want {
+			t.Errorf("ChecksFor(%v, %v) = %d, want %d", tc.after, tc.every, got, tc.want)
+		}
+	}
+}
+
+// The release comes at the need-th quiet check in a row, and a busy
+// check starts the count again.
+func TestIdleCounter(t *testing.T) {
+	c := idleCounter{threshold: 1000, need: 3}
+	steps := []struct {
+		allocated     uint64
+		busy, release bool
+	}{
+		{5000, true, false},
+		{10, false, false},
+		{999, false, false},
+		{1000, true, false}, // the threshold is busy: the count restarts
+		{0, false, false},
+		{0, false, false},
+		{0, false, true}, // third quiet check in a row
+		{0, false, true}, // and each one after (release is a no-op then)
+		{2000, true, false},
+		{0, false, false},
+	}
+	for i, st := range steps {
+		busy, release := c.check(st.allocated)
+		if busy != st.busy || release != st.release {
+			t.Errorf("check %d (%d bytes): busy %v release %v, want %v %v", i, st.allocated, busy, release, st.busy, st.release)
+		}
+	}
+}
+
+// A process idle for less than IdleRelease keeps its raised GOGC and its
+// pages: the release waits for the whole idle time, not two checks.
+func TestTunerWaitsForIdleRelease(t *testing.T) {
+	t.Setenv("GOGC", "")
+	base := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(base)
+	tu := Start(Options{Headroom: 32 << 20, IdleCheck: 2 * time.Millisecond, IdleRelease: time.Hour})
+	if tu == nil {
+		t.Fatal("Start returned no tuner")
+	}
+	defer tu.Stop()
+	if !churn(1_000_000, func() bool { return tu.Percent() > 100 }) {
+		t.Fatalf("GOGC stayed %d under allocation with a small live heap", tu.Percent())
+	}
+	// 50 checks (many more than the two that released before) with
+	// nothing allocated between most of them.
+	from := tu.seenChecks()
+	if !waitFor(func() bool { return tu.seenChecks() >= from+50 }) {
+		t.Fatal("the tuner made no idleness checks")
+	}
+	if n := tu.Released(); n != 0 {
+		t.Errorf("released %d times after %d quiet checks, with an hour to wait", n, tu.seenChecks()-from)
+	}
+	if p := tu.Percent(); p <= 100 {
+		t.Errorf("GOGC went back to %d before the idle time", p)
+	}
+}
+
 func TestTunerOff(t *testing.T) {
 	if tu := Start(Options{Headroom: -1}); tu != nil {
 		tu.Stop()
@@ -130,6 +202,12 @@ func TestTunerOff(t *testing.T) {
 	}
 	var nilTuner *Tuner
 	nilTuner.Stop() // safe
+}
+
+func (t *Tuner) seenChecks() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.checks
 }
 
 func (t *Tuner) seenCycles() int {
