@@ -23,12 +23,9 @@ const storeTimeout = 5 * time.Second
 // sessionCall returns the context of a session-store Get, Begin or End
 // made for a request: parent bounded by storeTimeout, or parent itself
 // when those calls never wait (sessionstore.Immediate: the all-in-one's
-// Memory store) or bound themselves (sessionstore.Bounded: the Redis
-// store, by sessionstore.CallTimeout, which is storeTimeout), which saves
-// a timer and a context per call (two per legacy request).
+// Memory store), which saves a timer and a context per call.
 func (f *Frontend) sessionCall(parent context.Context) (context.Context, context.CancelFunc) {
-	switch f.opts.Store.(type) {
-	case sessionstore.Immediate, sessionstore.Bounded:
+	if _, ok := f.opts.Store.(sessionstore.Immediate); ok {
 		return parent, noCancel
 	}
 	return context.WithTimeout(parent, storeTimeout)

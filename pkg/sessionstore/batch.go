@@ -27,21 +27,18 @@ const (
 	batchPipes = 2
 	// maxBatch caps the calls of one pipeline.
 	maxBatch = 128
-	// CallTimeout bounds a call of the Redis store whose context has no
-	// deadline ([Bounded]): the round trip that carries it is given up
-	// that long after the call was made.
-	CallTimeout = 5 * time.Second
+	// batchFallbackTimeout bounds a pipeline whose calls have no deadline.
+	batchFallbackTimeout = 10 * time.Second
 )
 
 // batchOp is one script call waiting for its pipeline.
 type batchOp struct {
-	ctx      context.Context
-	deadline time.Time // ctx's, or callTimeout after the call; zero: callTimeout after exec starts
-	script   *redis.Script
-	keys     []string
-	args     []any
-	cmd      *redis.Cmd
-	done     chan struct{}
+	ctx    context.Context
+	script *redis.Script
+	keys   []string
+	args   []any
+	cmd    *redis.Cmd
+	done   chan struct{}
 }
 
 // batcher runs the pipelines of one store. Its goroutines start with the
@@ -57,23 +54,16 @@ type batcher struct {
 	// mergeEnds: the client is one Redis (a *redis.Client, also what a
 	// Sentinel failover client is), whose keys may all go in one script.
 	mergeEnds bool
-	// callTimeout bounds a call whose context has no deadline
-	// (CallTimeout; tests shorten it).
-	callTimeout time.Duration
 }
 
 func newBatcher(client redis.UniversalClient) *batcher {
 	_, single := client.(*redis.Client)
-	return &batcher{client: client, q: make(chan *batchOp, maxBatch*batchPipes), quit: make(chan struct{}), mergeEnds: single, callTimeout: CallTimeout}
+	return &batcher{client: client, q: make(chan *batchOp, maxBatch*batchPipes), quit: make(chan struct{}), mergeEnds: single}
 }
 
 var opPool = sync.Pool{New: func() any { return &batchOp{done: make(chan struct{}, 1)} }}
 
 // run sends the call in the next pipeline and waits for its reply or ctx.
-// The pipeline ends by the latest deadline of its calls, a call without
-// one counting as b.callTimeout from now, so run returns by ctx's
-// deadline or that bound whatever the server does; it needs no timer of
-// its own.
 func (b *batcher) run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
 	b.start.Do(func() {
 		for range batchPipes {
@@ -88,11 +78,6 @@ func (b *batcher) run(ctx context.Context, script *redis.Script, keys []string, 
 	}
 	op := opPool.Get().(*batchOp)
 	op.ctx, op.script, op.keys, op.args = ctx, script, keys, args
-	if d, ok := ctx.Deadline(); ok {
-		op.deadline = d
-	} else {
-		op.deadline = time.Now().Add(b.callTimeout)
-	}
 	b.mu.RLock()
 	if b.closed {
 		b.mu.RUnlock()
@@ -156,29 +141,25 @@ func (b *batcher) loop() {
 	}
 }
 
-// exec sends one batch, bounded by the latest deadline of its calls. A
-// lone call is sent as is; several go as one pipeline of EVALSHA, and a
-// call that finds its script missing on the server (NOSCRIPT: a restarted
-// Redis) is sent again on its own, which loads the script.
+// exec sends one batch. A lone call is sent as is; several go as one
+// pipeline of EVALSHA, and a call that finds its script missing on the
+// server (NOSCRIPT: a restarted Redis) is sent again on its own, which
+// loads the script.
 func (b *batcher) exec(batch []*batchOp) {
-	var deadline time.Time
+	if len(batch) == 1 {
+		op := batch[0]
+		op.cmd = op.script.Run(op.ctx, b.client, op.keys, op.args...)
+		op.done <- struct{}{}
+		return
+	}
+	deadline := time.Now().Add(batchFallbackTimeout)
 	for _, op := range batch {
-		d := op.deadline
-		if d.IsZero() { // not set by run: the bound of a call without a deadline
-			d = time.Now().Add(b.callTimeout)
-		}
-		if d.After(deadline) {
+		if d, ok := op.ctx.Deadline(); ok && d.After(deadline) {
 			deadline = d
 		}
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	if len(batch) == 1 {
-		op := batch[0]
-		op.cmd = op.script.Run(ctx, b.client, op.keys, op.args...)
-		op.done <- struct{}{}
-		return
-	}
 	pipe := b.client.Pipeline()
 	var ends endMerge
 	for _, op := range batch {
@@ -199,7 +180,7 @@ func (b *batcher) exec(batch []*batchOp) {
 	ends.reply(ctx, b.client)
 	for _, op := range batch {
 		if err := op.cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-			op.cmd = op.script.Run(ctx, b.client, op.keys, op.args...)
+			op.cmd = op.script.Run(op.ctx, b.client, op.keys, op.args...)
 		}
 		op.done <- struct{}{}
 	}

@@ -1,9 +1,6 @@
 package sessionstore
 
-import (
-	"testing"
-	"time"
-)
+import "testing"
 
 // RunStoreSuite runs the store suite (runStoreSuite, on the real clock)
 // for the external tests of package sessionstore_test, which can start
@@ -11,10 +8,4 @@ import (
 // internal/testenv.
 func RunStoreSuite(t *testing.T, newStore func(t *testing.T, opts Options) Store) {
 	runStoreSuite(t, newStore, realClock)
-}
-
-// SetCallTimeout sets the bound of r's batched calls that have no
-// deadline (CallTimeout by default), for tests that cannot wait for it.
-func (r *Redis) SetCallTimeout(d time.Duration) {
-	r.batch.callTimeout = d
 }

@@ -163,7 +163,6 @@ var (
 	_ Store   = (*Redis)(nil)
 	_ Pinger  = (*Redis)(nil)
 	_ Counter = (*Redis)(nil)
-	_ Bounded = (*Redis)(nil)
 )
 
 // NewRedis returns a store on client, which the caller keeps owning:
@@ -216,18 +215,8 @@ func (r *Redis) run(ctx context.Context, script *redis.Script, keys []string, ar
 	if r.batch != nil {
 		return r.batch.run(ctx, script, keys, args...)
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, CallTimeout) // Bounded
-		defer cancel()
-	}
 	return script.Run(ctx, r.client, keys, args...)
 }
-
-// BoundedSessions implements [Bounded]: a call whose context has no
-// deadline ends within [CallTimeout] (the client needs
-// ContextTimeoutEnabled, as [NewRedis] says, which [OpenRedis]'s have).
-func (*Redis) BoundedSessions() {}
 
 // validID reports whether id passes [ValidID] and has no brace. Ids from
 

@@ -127,15 +127,6 @@ type Immediate interface {
 	ImmediateSessions()
 }
 
-// Bounded is implemented by a store whose Get, Begin and End end within
-// a bound of their own when their context has no deadline ([Redis]:
-// [CallTimeout]). Their callers may leave out a deadline of their own (a
-// timer and a context per call); the context's cancellation is still
-// honoured.
-type Bounded interface {
-	BoundedSessions()
-}
-
 // Sessions are the legacy session records and their resource
 // subscriptions (the contract on [Store] applies).
 type Sessions interface {

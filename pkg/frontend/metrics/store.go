@@ -81,15 +81,12 @@ func (m *Metrics) InstrumentStore(st sessionstore.Store) sessionstore.Store {
 		return st
 	}
 	switch st.(type) {
-	case *instrumented, *instrumentedImmediate, *instrumentedBounded:
+	case *instrumented, *instrumentedImmediate:
 		return st
 	}
 	in := &instrumented{st: st, m: m.store}
 	if _, ok := st.(sessionstore.Immediate); ok {
 		return &instrumentedImmediate{in}
-	}
-	if _, ok := st.(sessionstore.Bounded); ok {
-		return &instrumentedBounded{in}
 	}
 	return in
 }
@@ -100,13 +97,6 @@ type instrumentedImmediate struct{ *instrumented }
 
 // ImmediateSessions implements [sessionstore.Immediate].
 func (*instrumentedImmediate) ImmediateSessions() {}
-
-// instrumentedBounded is instrumented for a store whose session calls
-// bound themselves ([sessionstore.Bounded]), which it stays.
-type instrumentedBounded struct{ *instrumented }
-
-// BoundedSessions implements [sessionstore.Bounded].
-func (*instrumentedBounded) BoundedSessions() {}
 
 // instrumented is a sessionstore.Store timing its inner store's calls.
 type instrumented struct {

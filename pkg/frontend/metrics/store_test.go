@@ -10,11 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// boundedStore is a store that says it bounds its own calls.
-type boundedStore struct{ sessionstore.Store }
-
-func (boundedStore) BoundedSessions() {}
-
 // The instrumented store times every call by op, counts failures (a
 // call whose context is done) but not the answers of the contract (a
 // session not found), and sees through to Ping and CountSessions.
@@ -35,19 +30,6 @@ func TestInstrumentStore(t *testing.T) {
 	}
 	if _, ok := m.InstrumentStore(struct{ sessionstore.Store }{mem}).(sessionstore.Immediate); ok {
 		t.Error("a store that may wait became sessionstore.Immediate")
-	}
-	bounded := m.InstrumentStore(boundedStore{mem})
-	if _, ok := bounded.(sessionstore.Bounded); !ok {
-		t.Error("the timed store is no longer sessionstore.Bounded")
-	}
-	if _, ok := bounded.(sessionstore.Immediate); ok {
-		t.Error("a sessionstore.Bounded store became sessionstore.Immediate")
-	}
-	if m.InstrumentStore(bounded) != bounded {
-		t.Error("instrumenting a bounded store twice wraps twice")
-	}
-	if _, ok := m.InstrumentStore(struct{ sessionstore.Store }{mem}).(sessionstore.Bounded); ok {
-		t.Error("a store without a bound of its own became sessionstore.Bounded")
 	}
 	ctx := t.Context()
 	s := &sessionstore.Session{ID: sessionstore.NewID(), ProtocolVersion: "2025-11-25", Initialized: true}
