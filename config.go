@@ -189,7 +189,7 @@ func (c *config) define(r role, f *flags, program func(*flag.FlagSet)) error {
 		f.str(&c.ID, "id", "", "ID", "this process's id on the bus (default: random)")
 		f.str(&c.PprofListen, "pprof-listen", "", "ADDR", "serve net/http/pprof on this address, for profiling (keep it on loopback)")
 		f.i64(&c.GCHeadroom, "gc-headroom", gctune.DefaultHeadroom, "bytes the heap may grow by before the next garbage collection while the live heap is smaller: memory spent to collect less often (0: 64 MiB; negative: Go's default pacing; GOGC in the environment also turns it off)")
-		f.dur(&c.GCIdleRelease, "gc-idle-release", gctune.DefaultIdleRelease, "how long the process must be idle before the garbage-collector tuner goes back to Go's pacing and returns the garbage's pages to the system (0: 1m)")
+		f.dur(&c.GCIdleRelease, "gc-idle-release", gctune.DefaultIdleRelease, "how long the process must be idle before the garbage-collector tuner goes back to Go's pacing and returns the garbage's pages to the system (0: 1m; negative is refused)")
 		f.dur(&c.DrainTimeout, "drain-timeout", DefaultDrainTimeout, "how long SIGTERM waits for in-flight requests")
 	} else {
 		f.dur(&c.DrainTimeout, "drain-timeout", 5*time.Second, "how long requests in flight at the end of stdin may run on")
@@ -271,6 +271,9 @@ func (c *config) validate(r role) error {
 		if _, _, err := net.SplitHostPort(a); err != nil {
 			add("--admin-listen %q: %v (off: none)", a, err)
 		}
+	}
+	if r.bus() && c.GCIdleRelease < 0 {
+		add("--gc-idle-release must not be negative")
 	}
 	if c.ConnectTimeout < 0 {
 		add("--connect-timeout must not be negative")

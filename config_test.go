@@ -199,6 +199,8 @@ func TestParseInvalid(t *testing.T) {
 		{roleServe, []string{"--auth-issuer", "https://as", "--auth-audience", "https://x/mcp", "--auth-jwks-url", "http://as/jwks"}, "--auth-jwks-url must be an https URL"},
 		{roleFrontend, []string{"--auth-jwks-allow-http"}, "--auth-issuer is required"},
 		{roleWorker, []string{"--nats-ping-interval", "-1s"}, "--nats-ping-interval must not be negative"},
+		{roleWorker, []string{"--gc-idle-release", "-1s"}, "--gc-idle-release must not be negative"},
+		{roleFrontend, []string{"--gc-idle-release", "-1m"}, "--gc-idle-release must not be negative"},
 		{roleFrontend, []string{"--nats-ping-interval", "50ms"}, "--nats-ping-interval 50ms: at least 100ms"},
 		{roleServe, []string{"--admin-listen", "9090"}, "--admin-listen"},
 		{roleWorker, []string{"--admin-listen", "nowhere"}, "--admin-listen"},

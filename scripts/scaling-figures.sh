@@ -505,11 +505,12 @@ fi
 
 # ---------------------------------------------------------------- memory
 # The memory runs' frontends give the garbage of the load back after 1 s of
-# idleness (--gc-idle-release; 1m by default), within the runs' settle
-# pause: the figures are what an idle process holds.
+# idleness (--gc-idle-release; 1m by default: two quiet checks half a second
+# apart, so 1 to 1.5 s after the load stops), within the runs' 2 s settle
+# pauses: the figures are what an idle process holds.
 part memory && echo "== memory: idle legacy sessions (n=$N, after as many warm-up sessions)"
 if part memory && up mem-sessions --gc-idle-release 1s; then
-  timeout -k 5 120 "$bin/mcpfleet" bench -json -scale sessions -n "$N" -settle 1s -url "$FE" -pid "$FE_PID" -metrics "$METRICS" -redis "$RURL" \
+  timeout -k 5 120 "$bin/mcpfleet" bench -json -scale sessions -n "$N" -settle 2s -url "$FE" -pid "$FE_PID" -metrics "$METRICS" -redis "$RURL" \
     >"$OUT/sessions.json" || fail "-scale sessions exited with status $?"
   r=$(cat "$OUT/sessions.json")
   put "mem.session.ok" "$(jnum ok <<<"$r")"
@@ -523,7 +524,7 @@ fi
 
 part memory && echo "== memory: idle listen streams (n=$N)"
 if part memory && up mem-listens --max-listen-subscriptions 0 --gc-idle-release 1s; then
-  timeout -k 5 120 "$bin/mcpfleet" bench -json -scale listens -n "$N" -settle 1s -url "$FE" -pid "$FE_PID" -metrics "$METRICS" \
+  timeout -k 5 120 "$bin/mcpfleet" bench -json -scale listens -n "$N" -settle 2s -url "$FE" -pid "$FE_PID" -metrics "$METRICS" \
     >"$OUT/listens.json" || fail "-scale listens exited with status $?"
   r=$(cat "$OUT/listens.json")
   put "mem.listen.open" "$(jnum open <<<"$r")"
@@ -595,7 +596,7 @@ if part memory && up mem-gets --gc-idle-release 1s; then
     PIDS+=("$!")
   done
   wait_streams "$W" || fail "the $W warm-up GET streams did not open ($(open_streams) open)"
-  sleep 1
+  sleep 2
   snap b
   GET_CFGS=()
   gets_open "$W" "$N"

@@ -24,8 +24,11 @@
 // whose load comes in bursts a few seconds or tens of seconds apart paid
 // those faults (and the zeroing of cold memory) at every burst: measured,
 // a cluster of 2 frontends and 2 workers idle for 30 s between runs of
-// load cost 17 to 34 % more CPU per request in the next run than one that
-// kept its pages (docs/scaling.md).
+// load cost 20 to 52 % more CPU per request in the next run than one that
+// kept its pages (docs/scaling.md). A release needs every check of the
+// minute quiet: work that allocates Headroom/64 within one check more
+// often than once a minute keeps the pages (a Prometheus scrape of the
+// admin listener allocates far less).
 //
 // A GOGC or GOMEMLIMIT the operator set wins: with GOGC in the
 // environment the tuner does not start (that GOGC stays), and a memory
@@ -136,7 +139,10 @@ func Start(o Options) *Tuner {
 // time after: after/every rounded up, at least two (one quiet check may
 // fall between two bursts of a busy process).
 func ChecksFor(after, every time.Duration) int {
-	n := (after + every - 1) / every
+	n := after / every
+	if after%every != 0 {
+		n++
+	}
 	return int(max(n, 2))
 }
 

@@ -1,6 +1,7 @@
 package gctune
 
 import (
+	"math"
 	"runtime"
 	"runtime/debug"
 	"testing"
@@ -128,6 +129,7 @@ func TestChecksFor(t *testing.T) {
 		{1100 * time.Millisecond, 500 * time.Millisecond, 3}, // rounded up
 		{time.Millisecond, time.Second, 2},                   // at least two
 		{0, time.Second, 2},
+		{math.MaxInt64, time.Second, int(math.MaxInt64/int64(time.Second)) + 1}, // no overflow
 	} {
 		if got := ChecksFor(tc.after, tc.every); got != tc.want {
 			t.Errorf("ChecksFor(%v, %v) = %d, want %d", tc.after, tc.every, got, tc.want)
