@@ -508,8 +508,9 @@ fi
 # idleness (--gc-idle-release; 1m by default: two quiet checks half a second
 # apart, so 1 to 1.5 s after the load stops), within the runs' 2 s settle
 # pauses: the figures are what an idle process holds.
+MEM_GC=(--gc-idle-release 1s)
 part memory && echo "== memory: idle legacy sessions (n=$N, after as many warm-up sessions)"
-if part memory && up mem-sessions --gc-idle-release 1s; then
+if part memory && up mem-sessions "${MEM_GC[@]}"; then
   timeout -k 5 120 "$bin/mcpfleet" bench -json -scale sessions -n "$N" -settle 2s -url "$FE" -pid "$FE_PID" -metrics "$METRICS" -redis "$RURL" \
     >"$OUT/sessions.json" || fail "-scale sessions exited with status $?"
   r=$(cat "$OUT/sessions.json")
@@ -523,7 +524,7 @@ if part memory && up mem-sessions --gc-idle-release 1s; then
 fi
 
 part memory && echo "== memory: idle listen streams (n=$N)"
-if part memory && up mem-listens --max-listen-subscriptions 0 --gc-idle-release 1s; then
+if part memory && up mem-listens --max-listen-subscriptions 0 "${MEM_GC[@]}"; then
   timeout -k 5 120 "$bin/mcpfleet" bench -json -scale listens -n "$N" -settle 2s -url "$FE" -pid "$FE_PID" -metrics "$METRICS" \
     >"$OUT/listens.json" || fail "-scale listens exited with status $?"
   r=$(cat "$OUT/listens.json")
@@ -583,7 +584,7 @@ sessions_parallel() {
   curl -s -Z --parallel-max 32 --max-time 60 -K "$cfgf" 2>>"$logs/curl.log" || return 1
   sids+=("${new[@]}")
 }
-if part memory && up mem-gets --gc-idle-release 1s; then
+if part memory && up mem-gets "${MEM_GC[@]}"; then
   W=$((N / 4))
   sids=()
   sessions_parallel $((W + N)) || fail "opening the sessions of the GET streams"

@@ -28,7 +28,8 @@
 // kept its pages (docs/scaling.md). A release needs every check of the
 // minute quiet: work that allocates Headroom/64 within one check more
 // often than once a minute keeps the pages (a Prometheus scrape of the
-// admin listener allocates far less).
+// all-in-one's admin listener allocated 150 to 250 KB, measured, under the
+// default's 1 MiB).
 //
 // A GOGC or GOMEMLIMIT the operator set wins: with GOGC in the
 // environment the tuner does not start (that GOGC stays), and a memory
