@@ -505,9 +505,9 @@ fi
 
 # ---------------------------------------------------------------- memory
 # The memory runs' frontends give the garbage of the load back after 1 s of
-# idleness (--gc-idle-release; 1m by default: two quiet checks half a second
-# apart, so 1 to 1.5 s after the load stops), within the runs' 2 s settle
-# pauses: the figures are what an idle process holds.
+# idleness (--gc-idle-release 1s instead of the default 1m: two quiet checks
+# half a second apart, so 1 to 1.5 s after the load stops), within the
+# runs' 2 s settle pauses: the figures are what an idle process holds.
 MEM_GC=(--gc-idle-release 1s)
 part memory && echo "== memory: idle legacy sessions (n=$N, after as many warm-up sessions)"
 if part memory && up mem-sessions "${MEM_GC[@]}"; then
