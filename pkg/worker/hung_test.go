@@ -171,3 +171,25 @@ func TestPanicsCostTheRequest(t *testing.T) {
 		f.fe.close(st)
 	}
 }
+
+// TestDeadlineWinsOverTheHandlersAnswer: a handler that returns as soon
+// as its context ends (at the request's deadline) races the deadline's
+// own answer; the request is answered with the timeout error whichever
+// wins, never with what the handler made of its context's end (here a
+// result). The race is narrow: many requests, one at a time.
+func TestDeadlineWinsOverTheHandlersAnswer(t *testing.T) {
+	s := newServer()
+	addTool(t, s, "late", func(ctx context.Context, _ *mcp.Request, _ json.RawMessage) (*protocol.CallToolResult, error) {
+		<-ctx.Done()
+		return mcp.TextResult("made of the end"), nil
+	})
+	f := newFixture(t, s, nil)
+	for i := range 300 {
+		hdr := legacy("s1")
+		hdr.DeadlineMs = time.Now().Add(3 * time.Millisecond).UnixMilli()
+		m := f.fe.callTool(t, hdr, protocol.Int64ID(int64(i)), "late", "").response(t)
+		if m.Error == nil || m.Error.Message != protocol.ErrRequestTimedOut().Message {
+			t.Fatalf("request %d past its deadline: got %+v (%s), want the timeout error", i, m.Error, m.Result)
+		}
+	}
+}

@@ -28,6 +28,13 @@ func (w *Worker) run(ctx context.Context, f *inflight, req *mcp.Request, msg *pr
 	f.start = start
 	f.armEnd()
 	a := w.answerTraced(ctx, req, msg)
+	// Ended before its answer was claimed: the handler may have returned
+	// only because its context ended (its deadline's timer and the
+	// context end together, and the handler can win the race to the
+	// claim), so the request is answered as expire would answer it (the
+	// timeout or shutdown error, or no response for a cancellation),
+	// never with what the handler made of its context's end.
+	ended := f.ctx.Err() != nil
 	answered := !f.claimAnswer() // expire runs (or ran): the request is its to answer
 	f.timer.Stop()
 	f.cancel(context.Canceled) // what the handler left waiting on its context ends
@@ -43,6 +50,10 @@ func (w *Worker) run(ctx context.Context, f *inflight, req *mcp.Request, msg *pr
 		w.log.WarnContext(ctx, "worker: a handler returned after its request ended", "method", msg.Method, "ran", time.Since(start).Round(time.Millisecond))
 	}
 	if answered {
+		return
+	}
+	if ended {
+		w.expire(f)
 		return
 	}
 	f.publish(bus.FrameResponse, a.out, true)
