@@ -50,11 +50,14 @@ func (s *localSub) deliver(m *nats.Msg) {
 		return
 	}
 	if s.ch != nil {
-		s.mu.Unlock()
+		// Sent under mu (it never blocks): once stop has returned,
+		// nothing more reaches the channel.
 		select {
 		case s.ch <- m:
+			s.mu.Unlock()
 			s.recovered()
 		default:
+			s.mu.Unlock()
 			s.slowConsumer()
 		}
 		return

@@ -107,6 +107,7 @@ type Worker struct {
 
 	mu       sync.Mutex
 	inflight map[string]*inflight // cancel key -> request not yet answered
+	early    earlyCancels         // cancellations that came before their request was taken (onCancel)
 	handlers int                  // handler goroutines running, stuck ones included: what MaxInFlight caps
 	calls    map[string]*call     // server-to-client request id -> waiter
 
@@ -179,7 +180,7 @@ func New(nc bus.Conn, srv *mcp.Server, opts *Options) (*Worker, error) {
 	w.ann = ann
 	w.sendCtx, w.stopSends = context.WithCancel(context.Background())
 	w.sess = newSessionSender(w)
-	w.pool = newHandlerPool(w, poolMaxIdle(w.opts.MaxInFlight))
+	w.pool = newHandlerPool(w, poolMaxIdle(w.opts.MaxInFlight), !bus.RunsInline(nc))
 	return w, nil
 }
 
@@ -196,6 +197,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	w.srv.SetEvents(&events{w: w})
 	w.sess.start()
+	w.pool.startReading()
 	var subs []bus.Subscription
 	fail := func(err error) error {
 		w.srv.SetEvents(nil)
@@ -209,6 +211,9 @@ func (w *Worker) Start(ctx context.Context) error {
 			_ = s.Unsubscribe()
 		}
 		w.catMu.Unlock()
+		// What was delivered is answered; then the goroutines end.
+		w.pool.endReading()
+		w.pool.stop()
 		return err
 	}
 	for _, x := range []struct {
@@ -274,10 +279,17 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 	w.reqSubs = map[string]bus.Subscription{}
 	w.catMu.Unlock()
 	for _, s := range reqSubs {
-		if s.DrainWait(ctx) != nil && ctx.Err() != nil {
-			err = ctx.Err()
+		if s.DrainWait(ctx) != nil {
+			if ctx.Err() != nil {
+				err = ctx.Err()
+			}
+			_ = s.Unsubscribe() // nothing more is delivered, drained or not
 		}
 	}
+	// On NATS, the requests delivered to the pool's queue are accepted
+	// before the worker closes, as the subscriptions' own were by
+	// DrainWait.
+	w.pool.endReading()
 	w.mu.Lock()
 	w.closed = true
 	w.mu.Unlock()
