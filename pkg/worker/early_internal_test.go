@@ -13,34 +13,38 @@ import (
 func TestEarlyCancels(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := &Worker{}
-		w.noteEarlyCancel("a")
-		if !w.cancelledEarly("a") {
+		w.noteEarlyCancel("a", 10)
+		if !w.cancelledEarly("a", 5) {
 			t.Fatal("a cancellation just noted is not found")
 		}
-		if w.cancelledEarly("a") {
+		if w.cancelledEarly("a", 5) {
 			t.Fatal("a cancellation is found twice")
 		}
+		w.noteEarlyCancel("later", 10)
+		if w.cancelledEarly("later", 11) {
+			t.Fatal("a cancellation ends a request queued after it")
+		}
 
-		w.noteEarlyCancel("old")
+		w.noteEarlyCancel("old", 10)
 		time.Sleep(earlyCancelTTL / 2)
-		w.noteEarlyCancel("again")
-		w.noteEarlyCancel("old") // noted again: its first note expires first
+		w.noteEarlyCancel("again", 10)
+		w.noteEarlyCancel("old", 10) // noted again: its first note expires first
 		time.Sleep(earlyCancelTTL/2 + time.Millisecond)
-		w.noteEarlyCancel("new") // pops the first note of "old"
-		if !w.cancelledEarly("old") {
+		w.noteEarlyCancel("new", 10) // pops the first note of "old"
+		if !w.cancelledEarly("old", 5) {
 			t.Error("a key noted again was dropped with its first note")
 		}
 		time.Sleep(earlyCancelTTL + time.Millisecond)
-		if w.cancelledEarly("again") {
+		if w.cancelledEarly("again", 5) {
 			t.Error("an expired cancellation is found")
 		}
-		w.noteEarlyCancel("x") // pops the expired
+		w.noteEarlyCancel("x", 10) // pops the expired
 		if _, ok := w.early.by["new"]; ok {
 			t.Error("an expired cancellation is still kept")
 		}
 
 		for i := range 3 * maxEarlyCancels {
-			w.noteEarlyCancel(strconv.Itoa(i))
+			w.noteEarlyCancel(strconv.Itoa(i), 10)
 		}
 		if n := len(w.early.by); n > maxEarlyCancels {
 			t.Errorf("%d cancellations kept, want at most %d", n, maxEarlyCancels)
@@ -48,10 +52,10 @@ func TestEarlyCancels(t *testing.T) {
 		if n := len(w.early.order) - w.early.head; n > maxEarlyCancels {
 			t.Errorf("%d notes in order, want at most %d", n, maxEarlyCancels)
 		}
-		if !w.cancelledEarly(strconv.Itoa(3*maxEarlyCancels - 1)) {
+		if !w.cancelledEarly(strconv.Itoa(3*maxEarlyCancels-1), 5) {
 			t.Error("the newest cancellation was dropped")
 		}
-		if w.cancelledEarly("0") {
+		if w.cancelledEarly("0", 5) {
 			t.Error("the oldest cancellation was kept past the cap")
 		}
 	})

@@ -311,14 +311,14 @@ func (p *handlerPool) take(lt *leaderTimer, busy *bool) (handlerJob, bool) {
 	defer p.gate.RUnlock()
 	select {
 	case m := <-p.msgs:
-		late := p.late()
+		q := p.took()
 		p.tookHook()
 		lt.seq.Add(1)
 		if !*busy {
 			*busy = true
 			lt.arm()
 		}
-		return p.w.accept(m, late), true
+		return p.w.accept(m, q), true
 	default:
 	}
 	if *busy {
@@ -330,12 +330,12 @@ func (p *handlerPool) take(lt *leaderTimer, busy *bool) (handlerJob, bool) {
 	}
 	select {
 	case m := <-p.msgs:
-		late := p.late()
+		q := p.took()
 		p.tookHook()
 		lt.seq.Add(1)
 		*busy = true
 		lt.arm()
-		return p.w.accept(m, late), true
+		return p.w.accept(m, q), true
 	case <-p.endMsgs:
 		p.running.Add(-1)
 		return handlerJob{}, false
@@ -365,7 +365,7 @@ func (p *handlerPool) endReading() {
 	for {
 		select {
 		case m := <-p.msgs:
-			if j := p.w.accept(m, p.late()); j.f != nil {
+			if j := p.w.accept(m, p.took()); j.f != nil {
 				p.submit(j)
 			}
 		default:

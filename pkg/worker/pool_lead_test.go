@@ -333,3 +333,30 @@ func TestShutdownShedsStaleQueuedRequests(t *testing.T) {
 	}
 	f.shutdownOnce.Do(func() {}) // done already
 }
+
+// TestPoolCancelSparesALaterRequest: a cancellation of a request that is
+// over (harmless, and kept while requests are queued) does not end a
+// request with the same id that comes after it: a legacy id may be used
+// again once its request is over.
+func TestPoolCancelSparesALaterRequest(t *testing.T) {
+	s := echoServer(t)
+	hold := newBlocker(t, s, "hold")
+	f := newFixture(t, s, nil)
+	if m := f.fe.callTool(t, nil, protocol.Int64ID(77), "echo", `{"text":"first"}`).response(t); m.Error != nil {
+		t.Fatalf("first: %+v", m.Error)
+	}
+	var queuedSt, again *stream
+	holdLeader(t, f, hold, func() {
+		queuedSt = f.fe.callTool(t, nil, protocol.Int64ID(5), "echo", `{"text":"queued"}`)
+	}, 1)
+	f.fe.cancel(t, bus.CancelKeyLegacy("s1", protocol.Int64ID(77))) // of the request that is over
+	testutil.Poll(t, "the worker to keep the cancellation", func() bool { return worker.EarlyCancels(f.w) == 1 })
+	again = f.fe.callTool(t, nil, protocol.Int64ID(77), "echo", `{"text":"again"}`)
+	testutil.Poll(t, "the id used again to be queued", func() bool { return worker.PoolQueued(f.w) == 2 })
+	hold.releaseAll()
+	for name, st := range map[string]*stream{"queued": queuedSt, "again": again} {
+		if m := st.response(t); m.Error != nil || !strings.Contains(string(m.Result), name) {
+			t.Errorf("request %s: got %+v (%s), want its result", name, m.Error, m.Result)
+		}
+	}
+}

@@ -105,9 +105,32 @@ func watchTick(wait time.Duration) time.Duration {
 	return min(max(wait/10, time.Millisecond), queueTick)
 }
 
-// late ranks the request a leader has just taken from msgs (it is
-// called right after the receive) and reports whether it waited there
+// queued is how a request came out of msgs: its rank there (1 for the
+// first request the pool ever read; 0 for a request that did not wait in
+// msgs, on a bus that runs handlers inline) and whether it waited there
 // maxQueueWait or more.
-func (p *handlerPool) late() bool {
-	return p.taken.Add(1) <= p.stale.Load()
+type queued struct {
+	rank uint64
+	late bool
+}
+
+// took ranks the request a leader has just taken from msgs (it is called
+// right after the receive).
+func (p *handlerPool) took() queued {
+	r := p.taken.Add(1)
+	return queued{rank: r, late: r <= p.stale.Load()}
+}
+
+// queuedMark is the rank of the newest request in msgs now (0 when msgs
+// is empty or there is none: nothing waits that a cancellation could
+// reach). Read by onCancel: the requests ranked up to it came before.
+func (p *handlerPool) queuedMark() uint64 {
+	if p.msgs == nil {
+		return 0
+	}
+	n := uint64(len(p.msgs))
+	if n == 0 {
+		return 0
+	}
+	return p.taken.Load() + n
 }

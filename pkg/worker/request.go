@@ -118,7 +118,7 @@ func (f *inflight) abort(reason string) {
 // (SubscribeInline on a Local): accepted, it runs on a goroutine of the
 // pool.
 func (w *Worker) onRequest(m *nats.Msg) {
-	if j := w.accept(m, false); j.f != nil {
+	if j := w.accept(m, queued{}); j.f != nil {
 		w.pool.submit(j)
 	}
 }
@@ -128,10 +128,12 @@ func (w *Worker) onRequest(m *nats.Msg) {
 // the worker closed or busy, its id in flight) is answered at once; an
 // empty job is returned for these. Otherwise the request is in the
 // worker's books (inflight, wg, its deadline armed) and the returned job
-// runs it. A panic is logged, and the message is dropped. late: the
-// request waited too long in the pool's queue (pool_wait.go): it is
-// answered "worker busy" rather than run.
-func (w *Worker) accept(m *nats.Msg, late bool) (j handlerJob) {
+// runs it. A panic is logged, and the message is dropped. q is how the
+// request came out of the pool's queue (the zero value: it did not wait
+// there): one that waited too long (pool_wait.go) is answered "worker
+// busy" rather than run, one whose cancellation came while it waited
+// ends as cancelled.
+func (w *Worker) accept(m *nats.Msg, q queued) (j handlerJob) {
 	defer w.recovered("a request")
 	hdr, raw, err := bus.DecodeRequest(m.Data)
 	if err != nil {
@@ -203,7 +205,7 @@ func (w *Worker) accept(m *nats.Msg, late bool) (j handlerJob) {
 		endConsume(ctx, "", e)
 		return
 	}
-	if w.cancelledEarly(key) {
+	if q.rank != 0 && w.cancelledEarly(key, q.rank) {
 		// Its cancellation came while it waited in the queue: it ends
 		// as a cancelled request does, with no response.
 		w.mu.Unlock()
@@ -212,7 +214,7 @@ func (w *Worker) accept(m *nats.Msg, late bool) (j handlerJob) {
 		endConsume(ctx, "cancelled", nil)
 		return
 	}
-	if late {
+	if q.late {
 		w.mu.Unlock()
 		cancel(nil)
 		e := protocol.NewError(protocol.CodeInternalError, "worker busy (the request waited %s or more in the worker's queue); retry", time.Duration(w.pool.maxWait.Load()))
@@ -270,7 +272,12 @@ func (w *Worker) onCancel(m *nats.Msg) {
 	w.mu.Lock()
 	f := w.inflight[key]
 	if f == nil {
-		w.noteEarlyCancel(key)
+		// Its request may wait in the pool's queue: kept for the requests
+		// queued now (a request that comes later, the id used again once
+		// the cancelled one is over, is not cancelled by it).
+		if mark := w.pool.queuedMark(); mark != 0 {
+			w.noteEarlyCancel(key, mark)
+		}
 	}
 	w.mu.Unlock()
 	if f != nil {
@@ -299,10 +306,13 @@ type earlyCancels struct {
 	seq   uint64
 }
 
-// earlyCancel is when a kept cancellation came, and the seq of its note.
+// earlyCancel is when a kept cancellation came, the seq of its note, and
+// the rank of the newest request queued then (pool_wait.go): it ends only
+// a request ranked up to it.
 type earlyCancel struct {
-	at  time.Time
-	seq uint64
+	at   time.Time
+	seq  uint64
+	mark uint64
 }
 
 // earlyNote is one noted cancellation in order; the map holds the latest
@@ -314,8 +324,8 @@ type earlyNote struct {
 }
 
 // noteEarlyCancel keeps a cancellation for a request not (yet) in
-// flight. w.mu is held.
-func (w *Worker) noteEarlyCancel(key string) {
+// flight, among those queued up to rank mark. w.mu is held.
+func (w *Worker) noteEarlyCancel(key string, mark uint64) {
 	e := &w.early
 	now := time.Now()
 	if e.by == nil {
@@ -337,13 +347,14 @@ func (w *Worker) noteEarlyCancel(key string) {
 		e.head = 0
 	}
 	e.seq++
-	e.by[key] = earlyCancel{at: now, seq: e.seq}
+	e.by[key] = earlyCancel{at: now, seq: e.seq, mark: mark}
 	e.order = append(e.order, earlyNote{key: key, seq: e.seq, at: now})
 }
 
 // cancelledEarly reports (and forgets) a cancellation kept for key that
-// is still recent. w.mu is held.
-func (w *Worker) cancelledEarly(key string) bool {
+// is still recent and came while the request of rank rank was queued.
+// w.mu is held.
+func (w *Worker) cancelledEarly(key string, rank uint64) bool {
 	if len(w.early.by) == 0 {
 		return false
 	}
@@ -352,7 +363,7 @@ func (w *Worker) cancelledEarly(key string) bool {
 		return false
 	}
 	delete(w.early.by, key)
-	return time.Since(c.at) <= earlyCancelTTL
+	return rank <= c.mark && time.Since(c.at) <= earlyCancelTTL
 }
 
 // outbound sends a request's messages to its stream.
