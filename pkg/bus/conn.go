@@ -51,11 +51,6 @@ type Conn interface {
 	// ChanSubscribe sends the messages on subject to ch; when ch is full a
 	// message is lost (a slow consumer).
 	ChanSubscribe(subject string, ch chan *nats.Msg) (Subscription, error)
-	// ChanQueueSubscribe is ChanSubscribe as a member of queue group
-	// queue. Several subscriptions may share one channel. Once the
-	// subscription is drained (DrainWait returned nil) or unsubscribed,
-	// nothing more is sent to ch; ch is never closed by the bus.
-	ChanQueueSubscribe(subject, queue string, ch chan *nats.Msg) (Subscription, error)
 	// FlushTimeout returns once every subscription and message sent before
 	// it is in effect at the server, or fails after timeout.
 	FlushTimeout(timeout time.Duration) error
@@ -143,10 +138,6 @@ func (c natsConn) ChanSubscribe(subject string, ch chan *nats.Msg) (Subscription
 	return natsSub(c.nc.ChanSubscribe(subject, ch))
 }
 
-func (c natsConn) ChanQueueSubscribe(subject, queue string, ch chan *nats.Msg) (Subscription, error) {
-	return natsSub(c.nc.ChanQueueSubscribe(subject, queue, ch))
-}
-
 func (c natsConn) FlushTimeout(timeout time.Duration) error   { return c.nc.FlushTimeout(timeout) }
 func (c natsConn) FlushWithContext(ctx context.Context) error { return c.nc.FlushWithContext(ctx) }
 func (c natsConn) IsConnected() bool                          { return c.nc.IsConnected() }
@@ -189,14 +180,6 @@ func (s natsSubscription) DrainWait(ctx context.Context) error {
 // goroutines (Local).
 type inlineSubscriber interface {
 	subscribeInline(subject, queue string, h nats.MsgHandler) (Subscription, error)
-}
-
-// RunsInline reports whether c runs SubscribeInline's handlers on the
-// publishers' goroutines (a Local); on any other Conn they run on the
-// subscription's goroutine.
-func RunsInline(c Conn) bool {
-	_, ok := c.(inlineSubscriber)
-	return ok
 }
 
 // SubscribeInline delivers the messages on subject to h, as a member of

@@ -331,14 +331,6 @@ func (l *Local) ChanSubscribe(subject string, ch chan *nats.Msg) (Subscription, 
 	return l.subscribe(subject, "", nil, ch, false)
 }
 
-// ChanQueueSubscribe implements Conn.
-func (l *Local) ChanQueueSubscribe(subject, queue string, ch chan *nats.Msg) (Subscription, error) {
-	if ch == nil {
-		return nil, nats.ErrBadSubscription
-	}
-	return l.subscribe(subject, queue, nil, ch, false)
-}
-
 func (l *Local) subscribe(subject, queue string, h nats.MsgHandler, ch chan *nats.Msg, inline bool) (Subscription, error) {
 	if strings.ContainsAny(queue, " \t\r\n") { // "": no group, as with nats.go
 		return nil, nats.ErrBadQueueName

@@ -50,14 +50,11 @@ func (s *localSub) deliver(m *nats.Msg) {
 		return
 	}
 	if s.ch != nil {
-		// Sent under mu (it never blocks): once stop has returned,
-		// nothing more reaches the channel.
+		s.mu.Unlock()
 		select {
 		case s.ch <- m:
-			s.mu.Unlock()
 			s.recovered()
 		default:
-			s.mu.Unlock()
 			s.slowConsumer()
 		}
 		return

@@ -38,7 +38,6 @@ func runBusSuite(t *testing.T, newBus busFactory) {
 		"InvalidSubscribers": suiteInvalidSubscribers,
 		"Inline":             suiteInline,
 		"InlineDrain":        suiteInlineDrain,
-		"ChanQueue":          suiteChanQueue,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

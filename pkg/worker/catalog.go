@@ -73,18 +73,11 @@ func (w *Worker) applyCatalog(ctx context.Context, changed []string) error {
 		if _, ok := w.reqSubs[subj]; ok {
 			continue
 		}
-		var s bus.Subscription
-		var err error
-		if w.pool.msgs != nil {
-			// NATS: into the pool's queue, read by its leader.
-			s, err = w.nc.ChanQueueSubscribe(subj, bus.WorkerQueue, w.pool.msgs)
-		} else {
-			s, err = bus.SubscribeInline(w.nc, subj, bus.WorkerQueue, h)
-		}
+		s, err := bus.SubscribeInline(w.nc, subj, bus.WorkerQueue, h)
 		if err != nil {
 			return fmt.Errorf("worker: subscribing to %s: %w", subj, err)
 		}
-		_ = s.SetPendingLimits(-1, 64<<20) // no effect on the queue: its capacity bounds it
+		_ = s.SetPendingLimits(-1, 64<<20)
 		w.reqSubs[subj] = s
 	}
 	if err := w.ann.Serve(pool, raw); err != nil {

@@ -3,11 +3,9 @@ package worker_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/mcpfleet/mcpfleet/internal/testutil"
 	"github.com/mcpfleet/mcpfleet/pkg/bus"
 	"github.com/mcpfleet/mcpfleet/pkg/worker"
 )
@@ -49,24 +47,4 @@ func TestStartHonoursContext(t *testing.T) {
 	if n := nc.NumSubscriptions(); n != 0 {
 		t.Fatalf("%d subscriptions left after a failed Start", n)
 	}
-}
-
-// A Start that fails after the pool began reading (here: the bus is
-// closed, so subscribing fails) ends the pool's leader and its queue's
-// watcher: nothing of it is left running.
-func TestStartFailureEndsTheReading(t *testing.T) {
-	reading := func() int { // the pool's goroutines, in any state
-		return strings.Count(allStacks(), "worker.(*handlerPool).")
-	}
-	before := reading()
-	nc := connect(t, startBus(t), "w")
-	w, err := worker.New(bus.NATS(nc), newServer(), &worker.Options{Logger: discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc.Close()
-	if err := w.Start(t.Context()); err == nil {
-		t.Fatal("Start on a closed bus succeeded")
-	}
-	testutil.Poll(t, "the pool's reading to end after a failed Start", func() bool { return reading() == before })
 }

@@ -20,19 +20,12 @@ import (
 // stack at most once a cycle, so a kept stack regrows at most once per
 // cycle, not from 2 KiB each request.
 //
-// A request comes to the pool one of two ways, by the bus. On a bus that
-// runs handlers on the publisher's goroutine (Local, the all-in-one),
-// onRequest accepts it there and submits it. On NATS, the request
-// subjects deliver into msgs, and one of the pool's goroutines, the
-// leader, reads them and runs them itself (pool_lead.go).
-//
-// A submitted request never waits for a goroutine: it goes to an idle
-// one if any is waiting, else to a new one (MaxInFlight bounds how many
-// run). A goroutine whose request is done waits for the next unless
-// maxIdle already do, or the pool is stopped: then it exits. Every
-// goroutine is owned by the pool: endReading ends the leader's reading,
-// stop ends the idle ones before it returns, and the busy ones end when
-// their handler returns.
+// A request never waits for a goroutine: it goes to an idle one if any
+// is waiting, else to a new one (MaxInFlight bounds how many run). A
+// goroutine whose request is done waits for the next unless maxIdle
+// already do, or the pool is stopped: then it exits. Every goroutine is
+// owned by the pool: stop ends the idle ones before it returns, and the
+// busy ones end when their handler returns.
 //
 // Nothing of a request outlives it on its goroutine: run gets its
 // context and values as arguments, the job is cleared once run returns,
@@ -52,18 +45,14 @@ type handlerPool struct {
 	mu      sync.Mutex
 	stopped bool
 	waiting sync.WaitGroup // idle goroutines: stop waits for them; Add under mu while not stopped
-
-	reader // NATS: the leader's reading of msgs (pool_lead.go)
 }
 
-// handlerJob is one request for Worker.run, or (lead) the pool's lead:
-// the goroutine reads msgs.
+// handlerJob is one request for Worker.run.
 type handlerJob struct {
-	ctx  context.Context
-	f    *inflight
-	req  *mcp.Request
-	msg  *protocol.Message
-	lead bool
+	ctx context.Context
+	f   *inflight
+	req *mcp.Request
+	msg *protocol.Message
 }
 
 // poolMaxIdle is how many idle goroutines a pool keeps: as many as a
@@ -82,14 +71,8 @@ func poolMaxIdle(maxInFlight int) int32 {
 	return int32(n)
 }
 
-// newHandlerPool returns a pool keeping at most maxIdle goroutines idle;
-// reading: the pool reads the requests itself (msgs, on NATS).
-func newHandlerPool(w *Worker, maxIdle int32, reading bool) *handlerPool {
-	p := &handlerPool{w: w, jobs: make(chan handlerJob), quit: make(chan struct{}), maxIdle: maxIdle}
-	if reading {
-		p.reader.start()
-	}
-	return p
+func newHandlerPool(w *Worker, maxIdle int32) *handlerPool {
+	return &handlerPool{w: w, jobs: make(chan handlerJob), quit: make(chan struct{}), maxIdle: maxIdle}
 }
 
 // submit runs j on an idle goroutine, or on a new one when none waits. It
@@ -107,11 +90,7 @@ func (p *handlerPool) submit(j handlerJob) {
 // serve runs j, then the jobs it is given while it waits.
 func (p *handlerPool) serve(j handlerJob) {
 	for {
-		if j.lead {
-			p.lead() // returns once the lead is handed over or reading ends
-		} else {
-			p.w.run(j.ctx, j.f, j.req, j.msg)
-		}
+		p.w.run(j.ctx, j.f, j.req, j.msg)
 		j = handlerJob{} // the request's values are not kept alive while waiting
 		pprof.SetGoroutineLabels(context.Background())
 		if !p.park() {

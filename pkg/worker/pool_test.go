@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/testutil"
 	"github.com/mcpfleet/mcpfleet/pkg/mcp"
@@ -42,11 +41,7 @@ func waitIdle(tb testing.TB, w *worker.Worker, n int32) {
 
 // poolGoroutinesWaiting counts the goroutines of every worker's handler
 // pool that are blocked in the pool's own select, waiting for a job.
-func poolGoroutinesWaiting() int { return poolGoroutinesIn("worker.(*handlerPool).serve(") }
-
-// poolGoroutinesIn counts the goroutines blocked in a select whose first
-// frame outside the runtime contains fn.
-func poolGoroutinesIn(fn string) int {
+func poolGoroutinesWaiting() int {
 	n := 0
 	for _, g := range strings.Split(allStacks(), "\n\n") {
 		header, frames, _ := strings.Cut(g, "\n")
@@ -58,22 +53,13 @@ func poolGoroutinesIn(fn string) int {
 				continue
 			}
 			// The first frame outside the runtime.
-			if strings.Contains(line, fn) {
+			if strings.Contains(line, "worker.(*handlerPool).serve(") {
 				n++
 			}
 			break
 		}
 	}
 	return n
-}
-
-// waitLeading waits until the leader of a worker's pool (on NATS) waits
-// for a request in msgs.
-func waitLeading(tb testing.TB) {
-	tb.Helper()
-	testutil.Poll(tb, "the pool's leader to wait for a request", func() bool {
-		return poolGoroutinesIn("worker.(*handlerPool).take(") == 1
-	})
 }
 
 // allStacks returns the stacks of all goroutines.
@@ -89,16 +75,14 @@ func allStacks() string {
 }
 
 // TestPoolReusesGoroutinePastPanics: requests one after another run on
-// one goroutine, the pool's leader, which reads them (NATS), and a
-// handler's panic (-32603 for its request) does not end it: the next
-// requests still run on it.
+// one goroutine, kept between them, and a handler's panic (-32603 for its
+// request) does not end it: the next requests still run on it.
 func TestPoolReusesGoroutinePastPanics(t *testing.T) {
 	s := echoServer(t)
 	addTool(t, s, "panic", func(context.Context, *mcp.Request, json.RawMessage) (*protocol.CallToolResult, error) {
 		panic("boom")
 	})
 	f := newFixture(t, s, nil)
-	worker.SetPoolEscape(f.w, time.Hour) // however slow the race detector makes a handler
 	for i, tool := range []string{"echo", "panic", "echo", "panic", "panic", "echo"} {
 		m := f.fe.callTool(t, nil, protocol.Int64ID(int64(i)), tool, `{"text":"hi"}`).response(t)
 		switch {
@@ -107,8 +91,8 @@ func TestPoolReusesGoroutinePastPanics(t *testing.T) {
 		case tool == "echo" && (m.Error != nil || !strings.Contains(string(m.Result), `"hi"`)):
 			t.Fatalf("request %d (%s): got %+v (%s), want its result", i, tool, m, m.Result)
 		}
-		// The leader waits for the next request before it is sent.
-		waitLeading(t)
+		// The goroutine waits for the next request before it is sent.
+		waitIdle(t, f.w, 1)
 	}
 	if n := worker.PoolStarted(f.w); n != 1 {
 		t.Errorf("%d handler goroutines started for requests one after another, want 1", n)
@@ -154,14 +138,13 @@ func TestPoolForgetsLabels(t *testing.T) {
 		return mcp.TextResult("looked"), nil
 	})
 	f := newFixture(t, s, nil)
-	worker.SetPoolEscape(f.w, time.Hour)
 	if m := f.fe.callTool(t, nil, protocol.Int64ID(1), "label", "").response(t); m.Error != nil {
 		t.Fatalf("label: %+v", m.Error)
 	}
 	if l := recv(t, seen, "the labelled handler"); !strings.Contains(l, `"left":"over"`) {
 		t.Fatalf("the handler that set labels sees %q: the profile does not show them", l)
 	}
-	waitLeading(t)
+	waitIdle(t, f.w, 1)
 	if m := f.fe.callTool(t, nil, protocol.Int64ID(2), "look", "").response(t); m.Error != nil {
 		t.Fatalf("look: %+v", m.Error)
 	}
@@ -174,9 +157,9 @@ func TestPoolForgetsLabels(t *testing.T) {
 }
 
 // TestPoolGoroutinesEndAtShutdown: the goroutines concurrent requests
-// needed wait for more, at most the idle cap of them besides the leader;
-// Shutdown ends the idle ones and the leader before it returns, and one
-// whose handler outlives Shutdown ends when the handler returns.
+// needed wait for more, at most the idle cap of them; Shutdown ends the
+// idle ones before it returns, and one whose handler outlives Shutdown
+// ends when the handler returns.
 func TestPoolGoroutinesEndAtShutdown(t *testing.T) {
 	noPoolGoroutines(t)
 	s := newServer()
@@ -200,25 +183,20 @@ func TestPoolGoroutinesEndAtShutdown(t *testing.T) {
 	for range n {
 		recv(t, b.started, "a handler start")
 	}
-	waitLeading(t) // the last one taken ran on the leader, which handed the lead over
 	b.releaseAll()
 	for _, st := range streams {
 		if m := st.response(t); m.Error != nil {
 			t.Fatalf("block: %+v", m.Error)
 		}
 	}
-	// One per request, and a leader reading on while they ran (each
-	// blocked one escaped); on a loaded machine an escape may add a
-	// leader for a request that another takes first (it retires).
-	if got := worker.PoolStarted(f.w); got < n+1 || got > 2*n {
-		t.Fatalf("%d handler goroutines started for %d concurrent requests, want %d to %d", got, n, n+1, 2*n)
+	if got := worker.PoolStarted(f.w); got != n {
+		t.Fatalf("%d handler goroutines started for %d concurrent requests, want %d", got, n, n)
 	}
 	// Beyond the cap they exit.
 	waitIdle(t, f.w, 3)
-	testutil.Poll(t, "the goroutines beyond the idle cap to end", func() bool { return poolGoroutines() == 3+1 })
+	testutil.Poll(t, "the goroutines beyond the idle cap to end", func() bool { return poolGoroutines() == 3 })
 
 	late := f.fe.callTool(t, nil, protocol.Int64ID(100), "late", "")
-	// The leader runs it, and hands the lead to an idle goroutine.
 	testutil.Poll(t, "the late handler to start", func() bool { return worker.PoolIdle(f.w) == 2 })
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // the late handler is cut short at once, and not waited for

@@ -114,27 +114,7 @@ func (f *inflight) abort(reason string) {
 	f.end(errors.New(reason))
 }
 
-// onRequest takes a request message on a bus that runs handlers inline
-// (SubscribeInline on a Local): accepted, it runs on a goroutine of the
-// pool.
 func (w *Worker) onRequest(m *nats.Msg) {
-	if j := w.accept(m, queued{}); j.f != nil {
-		w.pool.submit(j)
-	}
-}
-
-// accept takes a message of the request subjects: a client notification
-// is handed to its own goroutine, a request that cannot run (malformed,
-// the worker closed or busy, its id in flight) is answered at once; an
-// empty job is returned for these. Otherwise the request is in the
-// worker's books (inflight, wg, its deadline armed) and the returned job
-// runs it. A panic is logged, and the message is dropped. q is how the
-// request came out of the pool's queue (the zero value: it did not wait
-// there): one that waited too long (pool_wait.go) is answered "worker
-// busy" rather than run, one whose cancellation came while it waited
-// ends as cancelled.
-func (w *Worker) accept(m *nats.Msg, q queued) (j handlerJob) {
-	defer w.recovered("a request")
 	hdr, raw, err := bus.DecodeRequest(m.Data)
 	if err != nil {
 		w.log.Warn("worker: dropping a malformed envelope", "err", err)
@@ -205,23 +185,6 @@ func (w *Worker) accept(m *nats.Msg, q queued) (j handlerJob) {
 		endConsume(ctx, "", e)
 		return
 	}
-	if q.rank != 0 && w.cancelledEarly(key, q.rank) {
-		// Its cancellation came while it waited in the queue: it ends
-		// as a cancelled request does, with no response.
-		w.mu.Unlock()
-		cancel(nil)
-		_ = w.nc.Publish(m.Reply, bus.AppendFrame(nil, bus.FrameEnd, nil))
-		endConsume(ctx, "cancelled", nil)
-		return
-	}
-	if q.late {
-		w.mu.Unlock()
-		cancel(nil)
-		e := protocol.NewError(protocol.CodeInternalError, "worker busy (the request waited %s or more in the worker's queue); retry", time.Duration(w.pool.maxWait.Load()))
-		_ = w.nc.Publish(m.Reply, bus.AppendFrame(nil, bus.FrameResponse, protocol.AppendErrorResponse(nil, msg.ID, e)))
-		endConsume(ctx, "", e)
-		return
-	}
 	if w.opts.MaxInFlight > 0 && w.handlers >= w.opts.MaxInFlight {
 		w.mu.Unlock()
 		cancel(nil)
@@ -250,7 +213,7 @@ func (w *Worker) accept(m *nats.Msg, q queued) (j handlerJob) {
 	// The handler's log lines made with its context carry the request's
 	// attributes (method, id, session, tool).
 	f.startDeadline(deadline)
-	return handlerJob{ctx: logctx.WithRequest(ctx, req), f: f, req: req, msg: msg}
+	w.pool.submit(handlerJob{ctx: logctx.WithRequest(ctx, req), f: f, req: req, msg: msg})
 }
 
 // requestMessage returns the request an envelope carries: built from the
@@ -271,99 +234,10 @@ func (w *Worker) onCancel(m *nats.Msg) {
 	key := string(m.Data)
 	w.mu.Lock()
 	f := w.inflight[key]
-	if f == nil {
-		// Its request may wait in the pool's queue: kept for the requests
-		// queued now (a request that comes later, the id used again once
-		// the cancelled one is over, is not cancelled by it).
-		if mark := w.pool.queuedMark(); mark != 0 {
-			w.noteEarlyCancel(key, mark)
-		}
-	}
 	w.mu.Unlock()
 	if f != nil {
 		f.abort("cancelled by the client")
 	}
-}
-
-// earlyCancelTTL is how long a cancellation of a request the worker has
-// not taken yet is kept for it (it may still wait in the queue:
-// pool_lead.go); cancellations of requests that are over, or that went
-// to another worker, are forgotten after it.
-const earlyCancelTTL = 2 * time.Second
-
-// maxEarlyCancels bounds the cancellations kept (the oldest go first):
-// every worker gets every cancellation of the fleet, so past about 8,000
-// a second some are forgotten before their 2 s.
-const maxEarlyCancels = 16384
-
-// earlyCancels are the cancellations of requests not (yet) in flight,
-// by key, and in the order they came (oldest first), so the expired and
-// the oldest are dropped from the front in O(1).
-type earlyCancels struct {
-	by    map[string]earlyCancel
-	order []earlyNote // order[head:]
-	head  int
-	seq   uint64
-}
-
-// earlyCancel is when a kept cancellation came, the seq of its note, and
-// the rank of the newest request queued then (pool_wait.go): it ends only
-// a request ranked up to it.
-type earlyCancel struct {
-	at   time.Time
-	seq  uint64
-	mark uint64
-}
-
-// earlyNote is one noted cancellation in order; the map holds the latest
-// note of a key (a key noted again has a later seq there).
-type earlyNote struct {
-	key string
-	seq uint64
-	at  time.Time
-}
-
-// noteEarlyCancel keeps a cancellation for a request not (yet) in
-// flight, among those queued up to rank mark. w.mu is held.
-func (w *Worker) noteEarlyCancel(key string, mark uint64) {
-	e := &w.early
-	now := time.Now()
-	if e.by == nil {
-		e.by = map[string]earlyCancel{}
-	}
-	for e.head < len(e.order) {
-		n := e.order[e.head]
-		if now.Sub(n.at) <= earlyCancelTTL && len(e.order)-e.head < maxEarlyCancels {
-			break
-		}
-		if c, ok := e.by[n.key]; ok && c.seq == n.seq {
-			delete(e.by, n.key)
-		}
-		e.order[e.head] = earlyNote{}
-		e.head++
-	}
-	if e.head > len(e.order)/2 {
-		e.order = append(e.order[:0], e.order[e.head:]...)
-		e.head = 0
-	}
-	e.seq++
-	e.by[key] = earlyCancel{at: now, seq: e.seq, mark: mark}
-	e.order = append(e.order, earlyNote{key: key, seq: e.seq, at: now})
-}
-
-// cancelledEarly reports (and forgets) a cancellation kept for key that
-// is still recent and came while the request of rank rank was queued.
-// w.mu is held.
-func (w *Worker) cancelledEarly(key string, rank uint64) bool {
-	if len(w.early.by) == 0 {
-		return false
-	}
-	c, ok := w.early.by[key]
-	if !ok {
-		return false
-	}
-	delete(w.early.by, key)
-	return rank <= c.mark && time.Since(c.at) <= earlyCancelTTL
 }
 
 // outbound sends a request's messages to its stream.

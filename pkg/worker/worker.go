@@ -107,7 +107,6 @@ type Worker struct {
 
 	mu       sync.Mutex
 	inflight map[string]*inflight // cancel key -> request not yet answered
-	early    earlyCancels         // cancellations that came before their request was taken (onCancel)
 	handlers int                  // handler goroutines running, stuck ones included: what MaxInFlight caps
 	calls    map[string]*call     // server-to-client request id -> waiter
 
@@ -180,7 +179,7 @@ func New(nc bus.Conn, srv *mcp.Server, opts *Options) (*Worker, error) {
 	w.ann = ann
 	w.sendCtx, w.stopSends = context.WithCancel(context.Background())
 	w.sess = newSessionSender(w)
-	w.pool = newHandlerPool(w, poolMaxIdle(w.opts.MaxInFlight), !bus.RunsInline(nc))
+	w.pool = newHandlerPool(w, poolMaxIdle(w.opts.MaxInFlight))
 	return w, nil
 }
 
@@ -197,7 +196,6 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	w.srv.SetEvents(&events{w: w})
 	w.sess.start()
-	w.pool.startReading()
 	var subs []bus.Subscription
 	fail := func(err error) error {
 		w.srv.SetEvents(nil)
@@ -211,9 +209,6 @@ func (w *Worker) Start(ctx context.Context) error {
 			_ = s.Unsubscribe()
 		}
 		w.catMu.Unlock()
-		// What was delivered is answered; then the goroutines end.
-		w.pool.endReading()
-		w.pool.stop()
 		return err
 	}
 	for _, x := range []struct {
@@ -279,17 +274,10 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 	w.reqSubs = map[string]bus.Subscription{}
 	w.catMu.Unlock()
 	for _, s := range reqSubs {
-		if s.DrainWait(ctx) != nil {
-			if ctx.Err() != nil {
-				err = ctx.Err()
-			}
-			_ = s.Unsubscribe() // nothing more is delivered, drained or not
+		if s.DrainWait(ctx) != nil && ctx.Err() != nil {
+			err = ctx.Err()
 		}
 	}
-	// On NATS, the requests delivered to the pool's queue are accepted
-	// before the worker closes, as the subscriptions' own were by
-	// DrainWait.
-	w.pool.endReading()
 	w.mu.Lock()
 	w.closed = true
 	w.mu.Unlock()
