@@ -35,6 +35,14 @@
 #                        server logs [.cache/bench]
 #   BENCH_SECTIONS       what to run, of "throughput scale durable tracing"
 #                        [all four]
+#   BENCH_PROFILE        1: after the rounds at c=64, one more run of each
+#                        mcpfleet configuration under `perf record -g` of its
+#                        processes (not counted in the results), sorted into
+#                        buckets of work per kind of process by
+#                        scripts/perfbuckets: $BENCH_OUT/profile-*.txt [0].
+#                        Needs perf (`make bench` installs Debian's linux-perf)
+#                        and leave to profile (root, or
+#                        kernel.perf_event_paranoid <= 1)
 #
 # The OTEL_* variables of the caller's environment are dropped: only the
 # tracing section sets them, for the runs that trace.
@@ -47,6 +55,7 @@ DUR=${BENCH_DURATION:-5s}
 WARM=${BENCH_WARMUP:-1s}
 CONCS=${BENCH_CONCURRENCY:-"1 16 64"}
 ROUNDS=${BENCH_ROUNDS:-3}
+PROFILE=${BENCH_PROFILE:-0}
 TARGET_C=64 # the concurrency of the targets and the chart (mcpfleet bench report -c)
 IDLE_SESSIONS=${BENCH_IDLE_SESSIONS:-10000}
 LISTENS=${BENCH_LISTENS:-10000}
@@ -68,6 +77,9 @@ fail() { echo "bench: ERROR: $*" >&2; errors=$((errors + 1)); }
 [ -f "$PEERS/go.mod" ] || die "$PEERS is missing (the peer servers)"
 [ -x "$NATS" ] || die "nats-server is missing; run 'make deps'"
 [ -x "$REDIS" ] || die "redis-server is missing; run 'make deps'"
+if [ "$PROFILE" = 1 ]; then
+  command -v perf >/dev/null || die "BENCH_PROFILE=1 needs perf (Debian: apt-get install linux-perf)"
+fi
 
 # secs DURATION: a Go duration (5s, 500ms, 1m30s) in whole seconds, rounded up.
 secs() {
@@ -191,7 +203,7 @@ echo "mcpfleet servers run with --access-log=false (the peers write no access lo
 
 echo "== building"
 (cd "$PEERS" && go build -o "$bin/" ./cmd/gosdkserver ./cmd/mcpgoserver ./cmd/floorserver) || die "building the peer servers"
-go build -o "$bin/" ./cmd/mcpfleet ./cmd/frontend ./cmd/worker || die "building mcpfleet"
+go build -o "$bin/" ./cmd/mcpfleet ./cmd/frontend ./cmd/worker ./scripts/perfbuckets || die "building mcpfleet"
 grep -E 'mark3labs/mcp-go|modelcontextprotocol/go-sdk' "$PEERS/go.mod" | sed 's/^[[:space:]]*/peer: /'
 echo "nats-server: $("$NATS" --version 2>&1 | head -1); redis-server: $("$REDIS" --version | head -1 | cut -d' ' -f3)"
 
@@ -309,6 +321,28 @@ cluster_add() { # LABEL NAME FRONTENDS WORKERS [BENCH FLAGS...]: a cluster in th
   t_add "$label" "$CL_URLS" "$CL_PIDS" "-redis $CL_REDIS $*" 1
 }
 
+# profile LABEL PROTO URL PIDS ARGS...: one run at c=$TARGET_C, not
+# counted, with `perf record -g` on the processes of PIDS (kind:pid,...)
+# over its measured window; writes $OUT/profile-LABEL-PROTO.txt, the
+# samples of each kind of process sorted into buckets of work.
+profile() {
+  local label=$1 proto=$2 url=$3 pids=$4 data txt lg
+  shift 4
+  data=$work/profile-$label-$proto.data txt=$OUT/profile-$label-$proto.txt
+  timeout -k 5 "$RUN_TIMEOUT" "$bin/mcpfleet" bench -quiet -proto "$proto" -url "$url" -pid "$pids" -c "$TARGET_C" \
+    -d "$DUR" -warmup "$WARM" "$@" >/dev/null &
+  lg=$!
+  sleep "$(secs "$WARM")"
+  timeout -k 5 "$RUN_TIMEOUT" perf record -q -F 999 -g -p "$(sed 's/[a-z-]*://g' <<<"$pids")" -o "$data" -- sleep "$(secs "$DUR")" >/dev/null 2>&1 ||
+    fail "perf record of $label $proto failed (root, or kernel.perf_event_paranoid <= 1)"
+  wait "$lg" || fail "the profiled run of $label $proto exited with status $?"
+  [ -s "$data" ] || return 0
+  { echo "$label $proto, c=$TARGET_C, $DUR: share of each process kind's CPU samples"
+    perf script -i "$data" -F comm,ip,sym 2>/dev/null | "$bin/perfbuckets" -comm frontend,worker,nats-server,redis-server,mcpfleet
+  } >"$txt" || fail "sorting the profile of $label $proto"
+  echo "profile: $txt"
+}
+
 if want throughput; then
 echo "== throughput and latency: echo tool, c = $CONCS (the servers of a protocol take the load in turns; $ROUNDS round(s) at c=$TARGET_C)"
 for proto in legacy modern; do
@@ -345,6 +379,13 @@ for proto in legacy modern; do
         bench -label "${T_LABEL[$i]}" -round "$round" -proto "$proto" -url "${T_URL[$i]}" -pid "${T_PID[$i]}" -c "$c" -d "$DUR" -warmup "$WARM" "${args[@]}"
       done
     done
+    if [ "$PROFILE" = 1 ] && [ "$c" = "$TARGET_C" ]; then
+      for i in "${!T_LABEL[@]}"; do
+        [[ ${T_LABEL[$i]} == mcpfleet* ]] || continue
+        read -r -a args <<<"${T_ARGS[$i]}"
+        profile "${T_LABEL[$i]}" "$proto" "${T_URL[$i]}" "${T_PID[$i]}" "${args[@]}"
+      done
+    fi
   done
   stop "${T_STOP[@]}"
   stop "${T_STOP_LAST[@]}"

@@ -11,6 +11,8 @@
 #   npm                     (Debian package, apt-get, when npm is absent and
 #                            something below must be installed; it only
 #                            installs: every test runs the Node 22 below)
+#   perf                    (Debian package linux-perf, apt-get: only with
+#                            BENCH_PROFILE=1, for `make bench`'s profiles)
 #   nats-server v2.15.2     (go install, into $(go env GOPATH)/bin, unless
 #                            the nats-server found first is already v2.15.2)
 #   helm v3.22.0            (go install, into $(go env GOPATH)/bin, unless
@@ -105,6 +107,8 @@ command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ] || missi
 command -v iptables >/dev/null 2>&1 || [ -x /usr/sbin/iptables ] || missing+=(iptables)
 command -v curl >/dev/null 2>&1 || [ -x /usr/bin/curl ] || missing+=(curl)
 if [ $npm_needed = 1 ] && ! command -v npm >/dev/null 2>&1; then missing+=(npm); fi
+# perf, for `BENCH_PROFILE=1 make bench` only.
+if [ "${BENCH_PROFILE:-0}" = 1 ]; then command -v perf >/dev/null 2>&1 || missing+=(linux-perf); fi
 if [ ${#missing[@]} -gt 0 ]; then
   echo "deps: installing ${missing[*]} with apt-get"
   $SUDO apt-get update -qq

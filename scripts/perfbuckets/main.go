@@ -1,0 +1,269 @@
+// Command perfbuckets sorts the samples of a system-wide CPU profile into
+// buckets of work, per process name: what share of a process's CPU went to
+// reading HTTP requests, writing responses, the handler, the NATS client,
+// the Go scheduler, the garbage collector, and so on, and how much of each
+// was spent in system calls. docs/scaling.md ("Where a request's CPU
+// goes") shows its tables; scripts/profile-cluster.sh runs it.
+//
+// Input: the text of `perf script -F comm,ip,sym` for a `perf record -g`
+// profile (a sample is a header line with the process name, then one
+// indented line per frame, innermost first, then a blank line).
+//
+//	perf script -i perf.data -F comm,ip,sym | go run ./scripts/perfbuckets -comm frontend,worker
+//
+// A sample goes to the first bucket (in the order of the rules below)
+// whose every pattern names one of its frames; a sample no rule takes is
+// "other", and the -other most frequent innermost frames among those are
+// listed.
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+// rule is a bucket: a sample is in it when each of all is a substring of
+// one of its frames.
+type rule struct {
+	name string
+	all  []string
+}
+
+// rules, first match wins: the runtime's own goroutines and threads, then
+// the client libraries' goroutines, then the HTTP server's parts (the
+// handler before the connection loop that calls it).
+var rules = []rule{
+	{"go: sysmon (runtime monitor thread)", []string{"runtime.sysmon"}},
+	{"go: garbage collector", []string{"runtime.gcBgMarkWorker"}},
+	{"go: garbage collector", []string{"runtime.bgsweep"}},
+	{"go: garbage collector", []string{"runtime.bgscavenge"}},
+	{"nats client: read loop", []string{"nats%2ego.(*Conn).readLoop"}},
+	{"nats client: flusher", []string{"nats%2ego.(*Conn).flusher"}},
+	{"nats client: subscription delivery", []string{"nats%2ego.(*Conn).waitForMsgs"}},
+	{"bus: batched socket writes", []string{"pkg/bus.(*batchConn).writeLoop"}},
+	{"redis client", []string{"redis/go-redis"}},
+	{"http: background read", []string{"net/http.(*connReader).backgroundRead"}},
+	{"http: response flush and write", []string{"net/http.(*response).finishRequest"}},
+	{"handler (gin and mcpfleet)", []string{"gin-gonic/gin.(*Engine).ServeHTTP"}},
+	{"http: request read and parse", []string{"net/http.(*conn).readRequest"}},
+	{"http: wait for the next request", []string{"net/http.(*conn).serve", "bufio.(*Reader).Peek"}},
+	{"http: connection loop, other", []string{"net/http.(*conn).serve"}},
+	{"worker: request hand-off and handler", []string{"mcpfleet/pkg/worker."}},
+	{"nats-server: client read loop", []string{"server.(*client).readLoop"}},
+	{"nats-server: client write loop", []string{"server.(*client).writeLoop"}},
+	{"go: scheduler", []string{"runtime.schedule"}},
+	{"go: scheduler", []string{"runtime.mcall"}},
+	{"go: scheduler", []string{"runtime.park_m"}},
+}
+
+// inKernel reports whether a frame is the kernel's system call entry.
+func inKernel(frame string) bool {
+	return strings.Contains(frame, "do_syscall_64") || strings.Contains(frame, "entry_SYSCALL_64")
+}
+
+// sample is one profile sample: its process name and frames, innermost
+// first.
+type sample struct {
+	comm   string
+	frames []string
+}
+
+// parse reads perf script's text. A line that does not start with white
+// space starts a sample (its first field is the process name); an
+// indented line is a frame ("ADDRESS SYMBOL", the symbol kept).
+func parse(r io.Reader, each func(sample)) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	var cur *sample
+	flush := func() {
+		if cur != nil && len(cur.frames) > 0 {
+			each(*cur)
+		}
+		cur = nil
+	}
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.TrimSpace(line) == "":
+			flush()
+		case line[0] != ' ' && line[0] != '\t':
+			flush()
+			f := strings.Fields(line)
+			cur = &sample{comm: f[0]}
+		case cur != nil:
+			f := strings.SplitN(strings.TrimSpace(line), " ", 2)
+			sym := f[0]
+			if len(f) == 2 {
+				sym = f[1]
+			}
+			cur.frames = append(cur.frames, sym)
+		}
+	}
+	flush()
+	return sc.Err()
+}
+
+// bucketOf returns the name of the first rule s matches, or "".
+func bucketOf(s sample) string {
+	for _, r := range rules {
+		ok := true
+		for _, p := range r.all {
+			found := false
+			for _, f := range s.frames {
+				if strings.Contains(f, p) {
+					found = true
+					break
+				}
+			}
+			if !found {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return r.name
+		}
+	}
+	return ""
+}
+
+// tally is what one process name's samples came to.
+type tally struct {
+	n       int
+	buckets map[string]*count
+	leaves  map[string]int // innermost frames of the samples no rule took
+}
+
+type count struct{ samples, kernel int }
+
+func newTally() *tally {
+	return &tally{buckets: map[string]*count{}, leaves: map[string]int{}}
+}
+
+func (t *tally) add(s sample) {
+	t.n++
+	name := bucketOf(s)
+	if name == "" {
+		name = "other"
+		t.leaves[s.frames[0]]++
+	}
+	c := t.buckets[name]
+	if c == nil {
+		c = &count{}
+		t.buckets[name] = c
+	}
+	c.samples++
+	for _, f := range s.frames {
+		if inKernel(f) {
+			c.kernel++
+			break
+		}
+	}
+}
+
+// write prints t as a table, the largest bucket first.
+func (t *tally) write(w io.Writer, comm string, others int) {
+	fmt.Fprintf(w, "%s: %d samples\n", comm, t.n)
+	names := make([]string, 0, len(t.buckets))
+	for k := range t.buckets {
+		names = append(names, k)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		a, b := t.buckets[names[i]].samples, t.buckets[names[j]].samples
+		if a != b {
+			return a > b
+		}
+		return names[i] < names[j]
+	})
+	kernel := 0
+	for _, k := range names {
+		c := t.buckets[k]
+		kernel += c.kernel
+		fmt.Fprintf(w, "  %5.1f%%  (in system calls %4.1f%%)  %s\n", pct(c.samples, t.n), pct(c.kernel, t.n), k)
+	}
+	fmt.Fprintf(w, "  in system calls, all buckets: %.1f%%\n", pct(kernel, t.n))
+	if others > 0 && len(t.leaves) > 0 {
+		leaves := make([]string, 0, len(t.leaves))
+		for k := range t.leaves {
+			leaves = append(leaves, k)
+		}
+		sort.Slice(leaves, func(i, j int) bool {
+			if t.leaves[leaves[i]] != t.leaves[leaves[j]] {
+				return t.leaves[leaves[i]] > t.leaves[leaves[j]]
+			}
+			return leaves[i] < leaves[j]
+		})
+		for i, k := range leaves {
+			if i == others {
+				break
+			}
+			fmt.Fprintf(w, "        other, innermost %5.1f%%  %s\n", pct(t.leaves[k], t.n), k)
+		}
+	}
+}
+
+func pct(a, n int) float64 {
+	if n == 0 {
+		return 0
+	}
+	return 100 * float64(a) / float64(n)
+}
+
+// run tallies the samples of in by process name (only those of comms when
+// it is not empty) and prints one table per name, in the order of comms
+// or else by name.
+func run(in io.Reader, out io.Writer, comms []string, others int) error {
+	want := map[string]bool{}
+	for _, c := range comms {
+		want[c] = true
+	}
+	tallies := map[string]*tally{}
+	err := parse(in, func(s sample) {
+		if len(want) > 0 && !want[s.comm] {
+			return
+		}
+		t := tallies[s.comm]
+		if t == nil {
+			t = newTally()
+			tallies[s.comm] = t
+		}
+		t.add(s)
+	})
+	if err != nil {
+		return err
+	}
+	order := comms
+	if len(order) == 0 {
+		for k := range tallies {
+			order = append(order, k)
+		}
+		sort.Strings(order)
+	}
+	for _, c := range order {
+		if t := tallies[c]; t != nil {
+			t.write(out, c, others)
+		} else {
+			fmt.Fprintf(out, "%s: no samples\n", c)
+		}
+	}
+	return nil
+}
+
+func main() {
+	comm := flag.String("comm", "", "comma-separated process names to report (default: every one)")
+	others := flag.Int("other", 5, "how many innermost frames of the unsorted samples to list per process")
+	flag.Parse()
+	var comms []string
+	if *comm != "" {
+		comms = strings.Split(*comm, ",")
+	}
+	if err := run(os.Stdin, os.Stdout, comms, *others); err != nil {
+		fmt.Fprintln(os.Stderr, "perfbuckets:", err)
+		os.Exit(1)
+	}
+}
