@@ -326,8 +326,11 @@ cluster_add() { # LABEL NAME FRONTENDS WORKERS [BENCH FLAGS...]: a cluster in th
 # over its measured window; writes $OUT/profile-LABEL-PROTO.txt, the
 # samples of each kind of process sorted into buckets of work.
 profile() {
-  local label=$1 proto=$2 url=$3 pids=$4 data txt lg
+  local label=$1 proto=$2 url=$3 pids=$4 data txt lg kinds
   shift 4
+  # The kinds of a cluster's PIDS, in order; an all-in-one's is mcpfleet.
+  kinds=$(tr ',' '\n' <<<"$pids" | sed -n 's/:.*//p' | awk '!seen[$0]++' | paste -sd, -)
+  [ -n "$kinds" ] || kinds=mcpfleet
   data=$work/profile-$label-$proto.data txt=$OUT/profile-$label-$proto.txt
   timeout -k 5 "$RUN_TIMEOUT" "$bin/mcpfleet" bench -quiet -proto "$proto" -url "$url" -pid "$pids" -c "$TARGET_C" \
     -d "$DUR" -warmup "$WARM" "$@" >/dev/null &
@@ -338,7 +341,7 @@ profile() {
   wait "$lg" || fail "the profiled run of $label $proto exited with status $?"
   [ -s "$data" ] || return 0
   { echo "$label $proto, c=$TARGET_C, $DUR: share of each process kind's CPU samples"
-    perf script -i "$data" -F comm,ip,sym 2>/dev/null | "$bin/perfbuckets" -comm frontend,worker,nats-server,redis-server,mcpfleet
+    perf script -i "$data" -F comm,ip,sym 2>/dev/null | "$bin/perfbuckets" -comm "$kinds"
   } >"$txt" || fail "sorting the profile of $label $proto"
   echo "profile: $txt"
 }
