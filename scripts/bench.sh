@@ -39,7 +39,8 @@
 #                        mcpfleet configuration under `perf record -g` of its
 #                        processes (not counted in the results), sorted into
 #                        buckets of work per kind of process by
-#                        scripts/perfbuckets: $BENCH_OUT/profile-*.txt [0].
+#                        scripts/perfbuckets: $BENCH_OUT/profile-*.txt [0]
+#                        (scripts/bench_profile.sh).
 #                        Needs perf (`make bench` installs Debian's linux-perf)
 #                        and leave to profile (root, or
 #                        kernel.perf_event_paranoid <= 1)
@@ -77,9 +78,9 @@ fail() { echo "bench: ERROR: $*" >&2; errors=$((errors + 1)); }
 [ -f "$PEERS/go.mod" ] || die "$PEERS is missing (the peer servers)"
 [ -x "$NATS" ] || die "nats-server is missing; run 'make deps'"
 [ -x "$REDIS" ] || die "redis-server is missing; run 'make deps'"
-if [ "$PROFILE" = 1 ]; then
-  command -v perf >/dev/null || die "BENCH_PROFILE=1 needs perf (Debian: apt-get install linux-perf)"
-fi
+# shellcheck source=scripts/bench_profile.sh
+. "$root/scripts/bench_profile.sh"
+[ "$PROFILE" = 1 ] && profile_check
 
 # secs DURATION: a Go duration (5s, 500ms, 1m30s) in whole seconds, rounded up.
 secs() {
@@ -203,7 +204,8 @@ echo "mcpfleet servers run with --access-log=false (the peers write no access lo
 
 echo "== building"
 (cd "$PEERS" && go build -o "$bin/" ./cmd/gosdkserver ./cmd/mcpgoserver ./cmd/floorserver) || die "building the peer servers"
-go build -o "$bin/" ./cmd/mcpfleet ./cmd/frontend ./cmd/worker ./scripts/perfbuckets || die "building mcpfleet"
+go build -o "$bin/" ./cmd/mcpfleet ./cmd/frontend ./cmd/worker || die "building mcpfleet"
+if [ "$PROFILE" = 1 ]; then go build -o "$bin/" ./scripts/perfbuckets || die "building scripts/perfbuckets"; fi
 grep -E 'mark3labs/mcp-go|modelcontextprotocol/go-sdk' "$PEERS/go.mod" | sed 's/^[[:space:]]*/peer: /'
 echo "nats-server: $("$NATS" --version 2>&1 | head -1); redis-server: $("$REDIS" --version | head -1 | cut -d' ' -f3)"
 
@@ -319,31 +321,6 @@ cluster_add() { # LABEL NAME FRONTENDS WORKERS [BENCH FLAGS...]: a cluster in th
   T_STOP+=("${CL_ALL[@]:2}")
   T_STOP_LAST+=("${CL_ALL[@]:0:2}")
   t_add "$label" "$CL_URLS" "$CL_PIDS" "-redis $CL_REDIS $*" 1
-}
-
-# profile LABEL PROTO URL PIDS ARGS...: one run at c=$TARGET_C, not
-# counted, with `perf record -g` on the processes of PIDS (kind:pid,...)
-# over its measured window; writes $OUT/profile-LABEL-PROTO.txt, the
-# samples of each kind of process sorted into buckets of work.
-profile() {
-  local label=$1 proto=$2 url=$3 pids=$4 data txt lg kinds
-  shift 4
-  # The kinds of a cluster's PIDS, in order; an all-in-one's is mcpfleet.
-  kinds=$(tr ',' '\n' <<<"$pids" | sed -n 's/:.*//p' | awk '!seen[$0]++' | paste -sd, -)
-  [ -n "$kinds" ] || kinds=mcpfleet
-  data=$work/profile-$label-$proto.data txt=$OUT/profile-$label-$proto.txt
-  timeout -k 5 "$RUN_TIMEOUT" "$bin/mcpfleet" bench -quiet -proto "$proto" -url "$url" -pid "$pids" -c "$TARGET_C" \
-    -d "$DUR" -warmup "$WARM" "$@" >/dev/null &
-  lg=$!
-  sleep "$(secs "$WARM")"
-  timeout -k 5 "$RUN_TIMEOUT" perf record -q -F 999 -g -p "$(sed 's/[a-z-]*://g' <<<"$pids")" -o "$data" -- sleep "$(secs "$DUR")" >/dev/null 2>&1 ||
-    fail "perf record of $label $proto failed (root, or kernel.perf_event_paranoid <= 1)"
-  wait "$lg" || fail "the profiled run of $label $proto exited with status $?"
-  [ -s "$data" ] || return 0
-  { echo "$label $proto, c=$TARGET_C, $DUR: share of each process kind's CPU samples"
-    perf script -i "$data" -F comm,ip,sym 2>/dev/null | "$bin/perfbuckets" -comm "$kinds"
-  } >"$txt" || fail "sorting the profile of $label $proto"
-  echo "profile: $txt"
 }
 
 if want throughput; then

@@ -1,20 +1,23 @@
-// Command perfbuckets sorts the samples of a system-wide CPU profile into
-// buckets of work, per process name: what share of a process's CPU went to
-// reading HTTP requests, writing responses, the handler, the NATS client,
-// the Go scheduler, the garbage collector, and so on, and how much of each
-// was spent in system calls. docs/scaling.md ("Where a request's CPU
-// goes") shows its tables; scripts/profile-cluster.sh runs it.
+// Command perfbuckets sorts the samples of a CPU profile into buckets of
+// work, per process name: what share of a process's CPU went to reading
+// HTTP requests, writing responses, the handler, the NATS client, the Go
+// scheduler, the garbage collector, and so on, and how much of each was
+// spent in system calls. `BENCH_PROFILE=1 make bench` runs it on a profile
+// of each mcpfleet configuration (scripts/bench_profile.sh);
+// docs/scaling.md ("Where a request's CPU goes") shows its tables.
 //
 // Input: the text of `perf script -F comm,ip,sym` for a `perf record -g`
-// profile (a sample is a header line with the process name, then one
-// indented line per frame, innermost first, then a blank line).
+// profile: a sample is a header line (the process name, then a space),
+// then one indented line per frame ("ADDRESS SYMBOL", innermost first),
+// then a blank line.
 //
 //	perf script -i perf.data -F comm,ip,sym | go run ./scripts/perfbuckets -comm frontend,worker
 //
 // A sample goes to the first bucket (in the order of the rules below)
-// whose every pattern names one of its frames; a sample no rule takes is
-// "other", and the -other most frequent innermost frames among those are
-// listed.
+// whose every pattern is a substring of one of its frames; a sample no rule
+// takes is "other", and the -other most frequent innermost frames among
+// those are listed. A sample without a call chain is not counted in any
+// share; how many there were is printed.
 package main
 
 import (
@@ -37,6 +40,11 @@ type rule struct {
 // rules, first match wins: the runtime's own goroutines and threads, then
 // the client libraries' goroutines, then the HTTP server's parts (the
 // handler before the connection loop that calls it).
+//
+// mcpfleet's code that nats.go's subscription goroutine runs (a worker's
+// request decode and hand-off, a frontend's routing of a reply frame) is
+// mcpfleet's, not the NATS client's: those rules come before the
+// subscription's own.
 var rules = []rule{
 	{"go: sysmon (runtime monitor thread)", []string{"runtime.sysmon"}},
 	{"go: garbage collector", []string{"runtime.gcBgMarkWorker"}},
@@ -44,6 +52,8 @@ var rules = []rule{
 	{"go: garbage collector", []string{"runtime.bgscavenge"}},
 	{"nats client: read loop", []string{"nats%2ego.(*Conn).readLoop"}},
 	{"nats client: flusher", []string{"nats%2ego.(*Conn).flusher"}},
+	{"worker: request decode, hand-off and handler", []string{"mcpfleet/pkg/worker."}},
+	{"frontend: reply routing (on the subscription's goroutine)", []string{"nats%2ego.(*Conn).waitForMsgs", "mcpfleet/pkg/frontend"}},
 	{"nats client: subscription delivery", []string{"nats%2ego.(*Conn).waitForMsgs"}},
 	{"bus: batched socket writes", []string{"pkg/bus.(*batchConn).writeLoop"}},
 	{"redis client", []string{"redis/go-redis"}},
@@ -53,7 +63,6 @@ var rules = []rule{
 	{"http: request read and parse", []string{"net/http.(*conn).readRequest"}},
 	{"http: wait for the next request", []string{"net/http.(*conn).serve", "bufio.(*Reader).Peek"}},
 	{"http: connection loop, other", []string{"net/http.(*conn).serve"}},
-	{"worker: request hand-off and handler", []string{"mcpfleet/pkg/worker."}},
 	{"nats-server: client read loop", []string{"server.(*client).readLoop"}},
 	{"nats-server: client write loop", []string{"server.(*client).writeLoop"}},
 	{"go: scheduler", []string{"runtime.schedule"}},
@@ -73,15 +82,19 @@ type sample struct {
 	frames []string
 }
 
-// parse reads perf script's text. A line that does not start with white
-// space starts a sample (its first field is the process name); an
-// indented line is a frame ("ADDRESS SYMBOL", the symbol kept).
+// parse reads perf script's text and calls each for every sample, in
+// order, frames or none. A line that does not start with white space
+// starts a sample: the process name (which may hold spaces) and the space
+// perf writes after it when a call chain follows. A sample without a call
+// chain is one line (name, address, symbol): its name is what comes before
+// the last two fields, and it has no frames. An indented line is a frame
+// ("ADDRESS SYMBOL", the symbol kept).
 func parse(r io.Reader, each func(sample)) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	var cur *sample
 	flush := func() {
-		if cur != nil && len(cur.frames) > 0 {
+		if cur != nil {
 			each(*cur)
 		}
 		cur = nil
@@ -93,8 +106,7 @@ func parse(r io.Reader, each func(sample)) error {
 			flush()
 		case line[0] != ' ' && line[0] != '\t':
 			flush()
-			f := strings.Fields(line)
-			cur = &sample{comm: f[0]}
+			cur = &sample{comm: headerComm(line)}
 		case cur != nil:
 			f := strings.SplitN(strings.TrimSpace(line), " ", 2)
 			sym := f[0]
@@ -106,6 +118,18 @@ func parse(r io.Reader, each func(sample)) error {
 	}
 	flush()
 	return sc.Err()
+}
+
+// headerComm is the process name of a sample's first line.
+func headerComm(line string) string {
+	if name, ok := strings.CutSuffix(line, " "); ok {
+		return name // a call chain follows
+	}
+	f := strings.Fields(line)
+	if len(f) < 3 {
+		return strings.TrimSpace(line)
+	}
+	return strings.Join(f[:len(f)-2], " ")
 }
 
 // bucketOf returns the name of the first rule s matches, or "".
@@ -134,18 +158,25 @@ func bucketOf(s sample) string {
 
 // tally is what one process name's samples came to.
 type tally struct {
-	n       int
+	n       int // samples with a call chain: the shares' denominator
+	bare    int // samples without one, in no share
 	buckets map[string]*count
 	leaves  map[string]int // innermost frames of the samples no rule took
 }
 
+// count is one bucket's samples, and those of them in a system call.
 type count struct{ samples, kernel int }
 
 func newTally() *tally {
 	return &tally{buckets: map[string]*count{}, leaves: map[string]int{}}
 }
 
+// add counts s in its bucket, or as bare when it has no frames.
 func (t *tally) add(s sample) {
+	if len(s.frames) == 0 {
+		t.bare++
+		return
+	}
 	t.n++
 	name := bucketOf(s)
 	if name == "" {
@@ -169,6 +200,9 @@ func (t *tally) add(s sample) {
 // write prints t as a table, the largest bucket first.
 func (t *tally) write(w io.Writer, comm string, others int) {
 	fmt.Fprintf(w, "%s: %d samples\n", comm, t.n)
+	if t.bare > 0 {
+		fmt.Fprintf(w, "  (%d samples without a call chain left out)\n", t.bare)
+	}
 	names := make([]string, 0, len(t.buckets))
 	for k := range t.buckets {
 		names = append(names, k)
@@ -207,6 +241,7 @@ func (t *tally) write(w io.Writer, comm string, others int) {
 	}
 }
 
+// pct is a as a percentage of n (0 when n is 0).
 func pct(a, n int) float64 {
 	if n == 0 {
 		return 0
