@@ -193,8 +193,16 @@ scale() {
 }
 # What every mcpfleet server of the throughput runs has on, recorded with
 # each result and noted under the report's table. Durable delivery (issue
-# 18) cannot be turned off.
-FEATURES="durable delivery on (always), tracing off (no OTEL_* variable), access log off (--access-log=false)"
+# 18) cannot be turned off. Tracing is as issue 21 asks its targets to be
+# measured: the exporter configured, no request sampled
+# (OTEL_TRACES_SAMPLER=always_off; SERVER_ENV, set by the throughput
+# section). With nothing sampled nothing is sent, so its endpoint is a
+# loopback port nothing listens on; the tracing section checks with a real
+# Jaeger that always_off sends nothing, and measures tracing off and on.
+FEATURES="durable delivery on (always), tracing exporter configured with OTEL_TRACES_SAMPLER=always_off, access log off (--access-log=false)"
+# SERVER_ENV: "KEY=value" entries added to the environment of every
+# mcpfleet server started (all-in-ones, frontends, workers).
+SERVER_ENV=()
 
 echo "== mcpfleet bench: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 echo "$(go version); kernel $(uname -r); $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'); $(nproc) cores shared by servers and load generator"
@@ -221,7 +229,7 @@ aio_up() {
   shift
   ap=$(free_port) || { fail "no free port"; return 1; }
   AIO_METRICS=http://127.0.0.1:$ap/metrics
-  start "$name" env MCPFLEET_STATE_KEY="$STATE_KEY" "${AIO_ENV[@]}" "$bin/mcpfleet" serve --listen 127.0.0.1:0 --admin-listen "127.0.0.1:$ap" --access-log=false --drain-timeout 2s "$@"
+  start "$name" env MCPFLEET_STATE_KEY="$STATE_KEY" "${SERVER_ENV[@]}" "${AIO_ENV[@]}" "$bin/mcpfleet" serve --listen 127.0.0.1:0 --admin-listen "127.0.0.1:$ap" --access-log=false --drain-timeout 2s "$@"
   AIO_PID=$PID
   AIO_URL=$(serving_url "$logs/$name.log" "$PID") || {
     fail "$name did not start; see $logs/$name.log"
@@ -255,7 +263,7 @@ cluster_up() {
   CL_REDIS=redis://127.0.0.1:$rp/0
   CL_PIDS="nats-server:$nats_pid,redis-server:$redis_pid"
   for i in $(seq "$nw"); do
-    start "$name-worker$i" env MCPFLEET_STATE_KEY="$STATE_KEY" "$bin/worker" --nats-url "nats://127.0.0.1:$np" --drain-timeout 2s --log-format text
+    start "$name-worker$i" env MCPFLEET_STATE_KEY="$STATE_KEY" "${SERVER_ENV[@]}" "$bin/worker" --nats-url "nats://127.0.0.1:$np" --drain-timeout 2s --log-format text
     CL_ALL+=("$PID")
     CL_PIDS="$CL_PIDS,worker:$PID"
     if ! wait_log "$logs/$name-worker$i.log" "$PID" 'msg="worker serving"' >/dev/null; then
@@ -268,7 +276,7 @@ cluster_up() {
   for i in $(seq "$nfe"); do
     ap=$(free_port) || { fail "no free port"; stop "${CL_ALL[@]}"; return 1; }
     CL_FE_METRICS+=("http://127.0.0.1:$ap/metrics")
-    start "$name-frontend$i" "$bin/frontend" --listen 127.0.0.1:0 --admin-listen "127.0.0.1:$ap" --drain-delay 0 --access-log=false --log-format text --nats-url "nats://127.0.0.1:$np" \
+    start "$name-frontend$i" env "${SERVER_ENV[@]}" "$bin/frontend" --listen 127.0.0.1:0 --admin-listen "127.0.0.1:$ap" --drain-delay 0 --access-log=false --log-format text --nats-url "nats://127.0.0.1:$np" \
       --redis-url "$CL_REDIS" --drain-timeout 2s "$@"
     CL_ALL+=("$PID")
     CL_FE_PIDS+=("$PID")
@@ -325,6 +333,8 @@ cluster_add() { # LABEL NAME FRONTENDS WORKERS [BENCH FLAGS...]: a cluster in th
 
 if want throughput; then
 echo "== throughput and latency: echo tool, c = $CONCS (the servers of a protocol take the load in turns; $ROUNDS round(s) at c=$TARGET_C)"
+otlp_port=$(free_port) || die "no free port"
+SERVER_ENV=(OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$otlp_port" OTEL_TRACES_SAMPLER=always_off)
 for proto in legacy modern; do
   T_LABEL=() T_URL=() T_PID=() T_ARGS=() T_FEAT=() T_STOP=() T_STOP_LAST=()
   if aio_up "mcpfleet-aio-$proto"; then
@@ -370,6 +380,7 @@ for proto in legacy modern; do
   stop "${T_STOP[@]}"
   stop "${T_STOP_LAST[@]}"
 done
+SERVER_ENV=()
 fi
 
 if want scale; then
