@@ -82,21 +82,23 @@ fail() { echo "bench: ERROR: $*" >&2; errors=$((errors + 1)); }
 . "$root/scripts/bench_profile.sh"
 [ "$PROFILE" = 1 ] && profile_check
 
-# secs DURATION: a Go duration (5s, 500ms, 1m30s) in whole seconds, rounded up.
-secs() {
+# ms DURATION: a Go duration (5s, 500ms, 1m30s) in milliseconds.
+ms() {
   local d=$1 total=0 n unit
   while [[ $d =~ ^([0-9]+)(ms|s|m|h)(.*)$ ]]; do
     n=${BASH_REMATCH[1]} unit=${BASH_REMATCH[2]} d=${BASH_REMATCH[3]}
     case $unit in
-      ms) total=$((total + (n + 999) / 1000)) ;;
-      s) total=$((total + n)) ;;
-      m) total=$((total + 60 * n)) ;;
-      h) total=$((total + 3600 * n)) ;;
+      ms) total=$((total + n)) ;;
+      s) total=$((total + 1000 * n)) ;;
+      m) total=$((total + 60000 * n)) ;;
+      h) total=$((total + 3600000 * n)) ;;
     esac
   done
   [ -z "$d" ] || die "cannot read the duration '$1' (use whole units: 5s, 500ms, 1m)"
   echo "$total"
 }
+# secs DURATION: the same in whole seconds, rounded up.
+secs() { echo $((($(ms "$1") + 999) / 1000)); }
 RUN_TIMEOUT=$(($(secs "$DUR") + $(secs "$WARM") + 60))
 SCALE_TIMEOUT=300
 

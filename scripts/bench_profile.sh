@@ -1,6 +1,6 @@
 # scripts/bench_profile.sh: BENCH_PROFILE=1 of scripts/bench.sh, which
 # sources it (it uses bench.sh's variables and helpers: bin, work, OUT,
-# logs, DUR, WARM, TARGET_C, RUN_TIMEOUT, PIDS, secs, stop, fail).
+# logs, DUR, WARM, TARGET_C, RUN_TIMEOUT, PIDS, ms, stop, fail, die).
 
 # profile_check: dies unless perf is here and may profile other processes
 # (root, or kernel.perf_event_paranoid at 1 or less): perf would otherwise
@@ -12,21 +12,6 @@ profile_check() {
   paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo 2)
   [ "$(id -u)" = 0 ] || [ "$paranoid" -le 1 ] ||
     die "BENCH_PROFILE=1 needs root or kernel.perf_event_paranoid <= 1 (it is $paranoid) to profile the kernel side"
-}
-
-# ms DURATION: a Go duration (5s, 500ms, 1m30s) in milliseconds.
-ms() {
-  local d=$1 total=0 n unit
-  while [[ $d =~ ^([0-9]+)(ms|s|m|h)(.*)$ ]]; do
-    n=${BASH_REMATCH[1]} unit=${BASH_REMATCH[2]} d=${BASH_REMATCH[3]}
-    case $unit in
-      ms) total=$((total + n)) ;;
-      s) total=$((total + 1000 * n)) ;;
-      m) total=$((total + 60000 * n)) ;;
-      h) total=$((total + 3600000 * n)) ;;
-    esac
-  done
-  echo "$total"
 }
 
 # profile LABEL PROTO URL PIDS ARGS...: one run at c=$TARGET_C, not

@@ -22,11 +22,13 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -135,25 +137,16 @@ func headerComm(line string) string {
 // bucketOf returns the name of the first rule s matches, or "".
 func bucketOf(s sample) string {
 	for _, r := range rules {
-		ok := true
-		for _, p := range r.all {
-			found := false
-			for _, f := range s.frames {
-				if strings.Contains(f, p) {
-					found = true
-					break
-				}
-			}
-			if !found {
-				ok = false
-				break
-			}
-		}
-		if ok {
+		if !slices.ContainsFunc(r.all, func(p string) bool { return !s.has(p) }) {
 			return r.name
 		}
 	}
 	return ""
+}
+
+// has reports whether p is a substring of one of s's frames.
+func (s sample) has(p string) bool {
+	return slices.ContainsFunc(s.frames, func(f string) bool { return strings.Contains(f, p) })
 }
 
 // tally is what one process name's samples came to.
@@ -189,11 +182,8 @@ func (t *tally) add(s sample) {
 		t.buckets[name] = c
 	}
 	c.samples++
-	for _, f := range s.frames {
-		if inKernel(f) {
-			c.kernel++
-			break
-		}
+	if slices.ContainsFunc(s.frames, inKernel) {
+		c.kernel++
 	}
 }
 
@@ -203,42 +193,25 @@ func (t *tally) write(w io.Writer, comm string, others int) {
 	if t.bare > 0 {
 		fmt.Fprintf(w, "  (%d samples without a call chain left out)\n", t.bare)
 	}
-	names := make([]string, 0, len(t.buckets))
-	for k := range t.buckets {
-		names = append(names, k)
-	}
-	sort.Slice(names, func(i, j int) bool {
-		a, b := t.buckets[names[i]].samples, t.buckets[names[j]].samples
-		if a != b {
-			return a > b
-		}
-		return names[i] < names[j]
-	})
 	kernel := 0
-	for _, k := range names {
+	for _, k := range largestFirst(t.buckets, func(c *count) int { return c.samples }) {
 		c := t.buckets[k]
 		kernel += c.kernel
 		fmt.Fprintf(w, "  %5.1f%%  (in system calls %4.1f%%)  %s\n", pct(c.samples, t.n), pct(c.kernel, t.n), k)
 	}
 	fmt.Fprintf(w, "  in system calls, all buckets: %.1f%%\n", pct(kernel, t.n))
-	if others > 0 && len(t.leaves) > 0 {
-		leaves := make([]string, 0, len(t.leaves))
-		for k := range t.leaves {
-			leaves = append(leaves, k)
-		}
-		sort.Slice(leaves, func(i, j int) bool {
-			if t.leaves[leaves[i]] != t.leaves[leaves[j]] {
-				return t.leaves[leaves[i]] > t.leaves[leaves[j]]
-			}
-			return leaves[i] < leaves[j]
-		})
-		for i, k := range leaves {
-			if i == others {
-				break
-			}
-			fmt.Fprintf(w, "        other, innermost %5.1f%%  %s\n", pct(t.leaves[k], t.n), k)
-		}
+	leaves := largestFirst(t.leaves, func(n int) int { return n })
+	for _, k := range leaves[:min(max(others, 0), len(leaves))] {
+		fmt.Fprintf(w, "        other, innermost %5.1f%%  %s\n", pct(t.leaves[k], t.n), k)
 	}
+}
+
+// largestFirst returns m's keys by n of their values, largest first, ties
+// by key.
+func largestFirst[V any](m map[string]V, n func(V) int) []string {
+	return slices.SortedFunc(maps.Keys(m), func(a, b string) int {
+		return cmp.Or(cmp.Compare(n(m[b]), n(m[a])), strings.Compare(a, b))
+	})
 }
 
 // pct is a as a percentage of n (0 when n is 0).
@@ -274,10 +247,7 @@ func run(in io.Reader, out io.Writer, comms []string, others int) error {
 	}
 	order := comms
 	if len(order) == 0 {
-		for k := range tallies {
-			order = append(order, k)
-		}
-		sort.Strings(order)
+		order = slices.Sorted(maps.Keys(tallies))
 	}
 	for _, c := range order {
 		if t := tallies[c]; t != nil {
